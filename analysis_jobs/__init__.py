@@ -1,0 +1,1 @@
+"""Durable, leased, cancellable repository-analysis jobs with the database row as the only source of truth."""

@@ -1,0 +1,125 @@
+"""
+The admin: jobs and snapshots to look at, and two actions that go through the control plane.
+
+Queue state is read-only here: a person asks (cancel, retry) and the control plane decides. Staff who are not
+superusers see and act on their own jobs only.
+"""
+
+from django.contrib import admin, messages
+
+from .clock import SystemClock
+from .control_plane import DatabaseControlPlane
+from .exceptions import CancelRefused
+from .models import AnalysisJob, AnalysisSnapshot, JobStatus
+
+clock = SystemClock()
+
+
+class OwnedJobsMixin:
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return self.owned(queryset, request.user)
+
+
+@admin.register(AnalysisJob)
+class AnalysisJobAdmin(OwnedJobsMixin, admin.ModelAdmin):
+    list_display = (
+        "id", "source", "status", "stage", "progress", "attempts", "worker_id", "lease_remaining", "owner", "created_at",
+    )
+    list_filter = ("status", "cancel_requested", "error_code")
+    search_fields = ("source", "worker_id", "error_code", "owner__username")
+    list_select_related = ("owner",)
+    show_full_result_count = False
+    ordering = ("-created_at", "-id")
+    actions = ["request_cancellation", "retry"]
+    fields = (
+        "source", "revision", "owner", "status", "stage", "progress", "attempt", "max_attempts", "cancel_requested",
+        "worker_id", "lease_expires_at", "next_attempt_at", "snapshot", "error_code", "error_message",
+        "created_at", "updated_at", "started_at", "completed_at",
+    )
+    readonly_fields = fields
+
+    @staticmethod
+    def owned(queryset, user):
+        return queryset.filter(owner=user)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_cancel_permission(self, request):
+        return request.user.has_perm("analysis_jobs.cancel_analysisjob")
+
+    def has_retry_permission(self, request):
+        return request.user.has_perm("analysis_jobs.add_analysisjob")
+
+    @admin.display(description="attempt", ordering="attempt")
+    def attempts(self, job):
+        return f"{job.attempt}/{job.max_attempts}"
+
+    @admin.display(description="lease left")
+    def lease_remaining(self, job):
+        if job.status != JobStatus.RUNNING or job.lease_expires_at is None:
+            return "-"
+        seconds = (job.lease_expires_at - clock.now()).total_seconds()
+        return f"{seconds:.0f}s" if seconds >= 0 else f"lapsed {-seconds:.0f}s ago"
+
+    @admin.action(permissions=["cancel"], description="Request cancellation")
+    def request_cancellation(self, request, queryset):
+        control_plane = DatabaseControlPlane()
+        acted, refused = 0, 0
+        for pk in queryset.values_list("pk", flat=True):
+            try:
+                control_plane.request_cancel(pk, by=request.user.get_username())
+            except CancelRefused:
+                refused += 1
+            else:
+                acted += 1
+        self._report(request, f"Cancellation requested for {acted} job(s).", refused, "already finished")
+
+    @admin.action(permissions=["retry"], description="Retry (queue again as a new job)")
+    def retry(self, request, queryset):
+        control_plane = DatabaseControlPlane()
+        acted, refused = 0, 0
+        for job in queryset.only("source", "revision", "owner_id", "max_attempts", "status"):
+            if job.status not in (JobStatus.FAILED, JobStatus.CANCELLED):
+                refused += 1
+                continue
+            _, created = control_plane.enqueue(job.source, revision=job.revision, owner=job.owner, max_attempts=job.max_attempts)
+            if created:
+                acted += 1
+            else:
+                refused += 1
+        self._report(request, f"Queued {acted} job(s) again.", refused, "not failed or cancelled, or already queued")
+
+    def _report(self, request, message, refused, why):
+        if refused:
+            message += f" {refused} not eligible ({why})."
+        self.message_user(request, message, messages.SUCCESS if not refused else messages.WARNING)
+
+
+@admin.register(AnalysisSnapshot)
+class AnalysisSnapshotAdmin(OwnedJobsMixin, admin.ModelAdmin):
+    list_display = ("id", "state", "content_hash", "failure_code", "created_at", "sealed_at")
+    list_filter = ("state",)
+    search_fields = ("content_hash",)
+    show_full_result_count = False
+    exclude = ("facts",)
+    readonly_fields = ("state", "content_hash", "identity", "failure_code", "created_at", "sealed_at")
+
+    @staticmethod
+    def owned(queryset, user):
+        return queryset.filter(jobs__owner=user).distinct()
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

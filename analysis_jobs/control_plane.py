@@ -1,0 +1,480 @@
+"""
+The control plane: every write to the queue, and nothing else.
+
+State machine (``JobStatus``)::
+
+    queued --claim--> running --complete--> completed
+      ^                 |  \\--fail (budget spent, or not retryable)--> failed
+      |                 |   \\--finish_cancelled (cancel_requested seen)--> cancelled
+      +--requeue/hand_back/sweep--+
+    queued --request_cancel--> cancelled
+
+Lease model. ``claim`` is a compare-and-swap: one ``UPDATE`` whose filter is the guard (``status='queued'``)
+and whose row count says who won. The winner holds a lease until ``lease_expires_at`` and proves ownership on
+every later write by the guard ``id, status='running', worker_id, attempt``: a worker that lost its lease
+matches no row and can never write again. The owner renews at each stage boundary and from a heartbeat thread;
+each renewal reads ``cancel_requested`` back inside the same transaction, so a cancellation accepted at any
+moment is seen by the next renewal. A worker that stops renewing is found by ``expired_leases``; ``reclaim``
+pins the owner and the exact lease instant the scan saw, so a renewal landing between scan and reclaim defeats
+it. Reclaiming and handing back spend no attempt; only a claim does.
+
+Every method returns what happened (a lease or None, a ``LeaseRenewal``, a bool); the caller branches on it.
+A method that writes several rows does so in one transaction.
+"""
+
+import datetime as dt
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+from django.conf import settings
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
+from django.db.models import F, Q
+
+from .clock import Clock, SystemClock
+from .decisions import Fail, Requeue
+from .exceptions import CancelRefused
+from .models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+
+logger = logging.getLogger(__name__)
+
+CANCELLED_CODE = "RI-JOB-CANCELLED"
+HANDED_BACK_CODE = "RI-JOB-HANDED-BACK"
+
+
+@dataclass(frozen=True, slots=True)
+class JobLease:
+    """Proof of ownership of one attempt of one job, as the claim (or reclaim) left it."""
+
+    job_id: int
+    worker_id: str
+    attempt: int
+    expires_at: dt.datetime
+
+
+class RenewalOutcome(enum.Enum):
+    RENEWED = "renewed"  # the lease was extended; the worker still owns the job
+    LOST = "lost"  # the guard matched nothing: another worker or the sweep owns the job now, or it is over
+    DEFERRED = "deferred"  # the database could not be written just now (SQLite lock busy, server away)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRenewal:
+    outcome: RenewalOutcome
+    cancel_requested: bool = False
+
+    @property
+    def renewed(self) -> bool:
+        return self.outcome is RenewalOutcome.RENEWED
+
+    @property
+    def lost(self) -> bool:
+        return self.outcome is RenewalOutcome.LOST
+
+    @property
+    def deferred(self) -> bool:
+        return self.outcome is RenewalOutcome.DEFERRED
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredLease:
+    """What the expiry scan saw of one running job: the values ``reclaim`` pins."""
+
+    job_id: int
+    worker_id: str
+    lease_expires_at: dt.datetime
+
+
+class CancelOutcome(enum.Enum):
+    CANCELLED = "cancelled"  # it was queued and is now cancelled
+    REQUESTED = "requested"  # it is running; its worker will stop at its next renewal
+
+
+class AnalysisControlPlane(Protocol):
+    def next_eligible_job_id(self, now: dt.datetime | None = None) -> int | None: ...
+    def claim(self, job_id: int, worker_id: str, now: dt.datetime | None = None) -> JobLease | None: ...
+    def renew(self, lease: JobLease, now: dt.datetime | None = None, **progress) -> LeaseRenewal: ...
+    def expired_leases(self, now: dt.datetime | None = None) -> list[ExpiredLease]: ...
+    def reclaim(self, expired: ExpiredLease, worker_id: str, now: dt.datetime | None = None) -> JobLease | None: ...
+    def update_owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False, **fields) -> bool: ...
+    def request_cancel(self, job_id: int, by: str = "") -> CancelOutcome: ...
+
+
+def queue_settings() -> dict:
+    return settings.ANALYSIS_JOBS
+
+
+class DatabaseControlPlane:
+    """The control plane on the ``analysis_jobs`` tables of one database."""
+
+    def __init__(self, *, clock: Clock | None = None, lease_seconds: float | None = None, using: str = "default"):
+        self.clock = clock or SystemClock()
+        self.lease_seconds = float(lease_seconds if lease_seconds is not None else queue_settings()["LEASE_SECONDS"])
+        self.using = using
+
+    # -- reads -------------------------------------------------------------------------------------------------
+
+    def _jobs(self):
+        return AnalysisJob.objects.using(self.using)
+
+    def _now(self, now):
+        return now if now is not None else self.clock.now()
+
+    def _eligible(self, now):
+        return self._jobs().filter(
+            Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now),
+            status=JobStatus.QUEUED,
+            attempt__lt=F("max_attempts"),
+        )
+
+    def next_eligible_job_id(self, now: dt.datetime | None = None) -> int | None:
+        """Return the oldest queued job whose backoff has passed, without claiming it."""
+        return self._eligible(self._now(now)).order_by("created_at", "id").values_list("id", flat=True).first()
+
+    def expired_leases(self, now: dt.datetime | None = None) -> list[ExpiredLease]:
+        """Return the running jobs whose lease has lapsed, as the scan saw them; nothing is claimed."""
+        rows = (
+            self._jobs()
+            .filter(status=JobStatus.RUNNING, lease_expires_at__lt=self._now(now))
+            .order_by("lease_expires_at")
+            .values_list("id", "worker_id", "lease_expires_at")
+        )
+        return [ExpiredLease(*row) for row in rows]
+
+    def expired_job_ids(self, now: dt.datetime | None = None) -> list[int]:
+        """Return the ids of the running jobs whose lease has lapsed."""
+        return [expired.job_id for expired in self.expired_leases(now)]
+
+    # -- enqueue -----------------------------------------------------------------------------------------------
+
+    def enqueue(self, source: str, *, revision: str = "", owner=None, max_attempts: int | None = None):
+        """Queue an analysis of ``source`` and return ``(job, created)``.
+
+        A source and revision that already have a queued or running job return that job with ``created`` False;
+        the partial unique constraint makes this hold when two enqueues race.
+        """
+        max_attempts = max_attempts or queue_settings()["MAX_ATTEMPTS"]
+        while True:
+            existing = self._jobs().filter(source=source, revision=revision, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).first()
+            if existing is not None:
+                return existing, False
+            now = self.clock.now()
+            try:
+                with transaction.atomic(using=self.using):
+                    job = self._jobs().create(
+                        source=source,
+                        revision=revision,
+                        owner=owner,
+                        max_attempts=max_attempts,
+                        created_at=now,
+                        updated_at=now,
+                    )
+            except IntegrityError:
+                continue  # another enqueue won the race; return its job
+            logger.info("job id=%s event=enqueued max_attempts=%s", job.pk, max_attempts)
+            return job, True
+
+    # -- claim and lease ---------------------------------------------------------------------------------------
+
+    def claim(self, job_id: int, worker_id: str, now: dt.datetime | None = None, *, seen_attempt: int | None = None):
+        """Take job ``job_id`` for ``worker_id`` and return its lease, or None if another worker has it.
+
+        The guard is ``status='queued'`` and still eligible (backoff passed, budget left); with ``seen_attempt``
+        it also pins the attempt the caller's candidate read saw. A miss spends nothing.
+        """
+        now = self._now(now)
+        expires = now + dt.timedelta(seconds=self.lease_seconds)
+        guard = self._eligible(now).filter(pk=job_id)
+        if seen_attempt is not None:
+            guard = guard.filter(attempt=seen_attempt)
+        changes = dict(
+            status=JobStatus.RUNNING,
+            worker_id=worker_id,
+            lease_expires_at=expires,
+            attempt=F("attempt") + 1,
+            next_attempt_at=None,
+            started_at=now,
+            updated_at=now,
+            stage="",
+            progress=0,
+        )
+        if seen_attempt is not None:
+            if guard.update(**changes) != 1:
+                return None
+            attempt = seen_attempt + 1
+        else:
+            with transaction.atomic(using=self.using):
+                if guard.update(**changes) != 1:
+                    return None
+                attempt = self._jobs().filter(pk=job_id).values_list("attempt", flat=True).get()
+        logger.info("job id=%s attempt=%s stage=%s state=claimed worker=%s", job_id, attempt, "", worker_id)
+        return JobLease(job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires)
+
+    def claim_next(self, worker_id: str, now: dt.datetime | None = None, *, tries: int = 3) -> JobLease | None:
+        """Claim the oldest eligible job for ``worker_id``; None when the queue has nothing eligible.
+
+        A candidate lost to another worker is followed by a fresh read, ``tries`` times at most.
+        """
+        now = self._now(now)
+        for _ in range(tries):
+            row = self._eligible(now).order_by("created_at", "id").values_list("id", "attempt").first()
+            if row is None:
+                return None
+            lease = self.claim(row[0], worker_id, now, seen_attempt=row[1])
+            if lease is not None:
+                return lease
+        return None
+
+    def _owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False):
+        guard = self._jobs().filter(
+            pk=lease.job_id, status=JobStatus.RUNNING, worker_id=lease.worker_id, attempt=lease.attempt
+        )
+        if require_cancel_not_requested:
+            guard = guard.filter(cancel_requested=False)
+        return guard
+
+    def renew(self, lease: JobLease, now: dt.datetime | None = None, **progress) -> LeaseRenewal:
+        """Extend ``lease`` (saving ``stage``/``progress`` if given) and report whether cancellation was asked.
+
+        The update and the read of ``cancel_requested`` share one transaction, and the update holds the row's
+        write lock until it commits, so no cancellation can slip between them. ``lost`` means the worker must
+        stop and write nothing; ``deferred`` means the database refused the write for now (a busy SQLite lock or
+        a server that is away) and ownership is as it was.
+        """
+        now = self._now(now)
+        changes = dict(progress, lease_expires_at=now + dt.timedelta(seconds=self.lease_seconds), updated_at=now)
+        try:
+            with transaction.atomic(using=self.using):
+                owned = self._owned(lease)
+                if owned.update(**changes) != 1:
+                    return LeaseRenewal(RenewalOutcome.LOST)
+                cancel_requested = owned.values_list("cancel_requested", flat=True).get()
+        except (OperationalError, InterfaceError):
+            logger.warning("job id=%s attempt=%s event=renew_deferred worker=%s", lease.job_id, lease.attempt, lease.worker_id)
+            return LeaseRenewal(RenewalOutcome.DEFERRED)
+        return LeaseRenewal(RenewalOutcome.RENEWED, cancel_requested=cancel_requested)
+
+    def update_owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False, **fields) -> bool:
+        """Write ``fields`` to the job if ``lease`` still owns it; False (and nothing written) if not.
+
+        With ``require_cancel_not_requested`` the write also loses to an accepted cancellation. This neither
+        commits nor rolls back an enclosing transaction: what a miss means is the caller's decision.
+        """
+        fields.setdefault("updated_at", self.clock.now())
+        return self._owned(lease, require_cancel_not_requested=require_cancel_not_requested).update(**fields) == 1
+
+    def reclaim(self, expired: ExpiredLease, worker_id: str, now: dt.datetime | None = None) -> JobLease | None:
+        """Take over a job whose lease lapsed, for ``worker_id`` (the sweeper); None if anything moved since.
+
+        The guard pins the owner and the exact lease instant the scan saw and requires the lease to have
+        lapsed still, so a renewal that landed after the scan defeats the reclaim. No attempt is spent.
+        """
+        now = self._now(now)
+        expires = now + dt.timedelta(seconds=self.lease_seconds)
+        with transaction.atomic(using=self.using):
+            guard = self._jobs().filter(
+                pk=expired.job_id,
+                status=JobStatus.RUNNING,
+                worker_id=expired.worker_id,
+                lease_expires_at=expired.lease_expires_at,
+                lease_expires_at__lt=now,
+            )
+            if guard.update(worker_id=worker_id, lease_expires_at=expires, updated_at=now) != 1:
+                return None
+            attempt = self._jobs().filter(pk=expired.job_id).values_list("attempt", flat=True).get()
+        logger.info(
+            "job id=%s attempt=%s stage=%s state=reclaimed worker=%s prior=%s",
+            expired.job_id, attempt, "", worker_id, expired.worker_id,
+        )
+        return JobLease(job_id=expired.job_id, worker_id=worker_id, attempt=attempt, expires_at=expires)
+
+    # -- the owner's transitions -------------------------------------------------------------------------------
+
+    def begin_snapshot(self, lease: JobLease) -> int | None:
+        """Create this attempt's building snapshot and attach it to the job; None if the lease is gone."""
+        now = self.clock.now()
+        with transaction.atomic(using=self.using):
+            snapshot = AnalysisSnapshot.objects.using(self.using).create(created_at=now)
+            if not self.update_owned(lease, snapshot_id=snapshot.pk):
+                transaction.set_rollback(True, using=self.using)
+                return None
+        return snapshot.pk
+
+    def seal(self, lease: JobLease, *, snapshot_id: int, facts: str, content_hash: str, identity: str = "") -> bool:
+        """Seal the attempt's snapshot (commit one of two); False if the lease is gone or cancellation won.
+
+        The job's guard is taken first, with the cancellation guard, inside the same transaction, so a job
+        that another worker reclaimed or a user cancelled never gets a sealed snapshot from this worker.
+        """
+        now = self.clock.now()
+        with transaction.atomic(using=self.using):
+            if not self.update_owned(
+                lease,
+                require_cancel_not_requested=True,
+                stage="seal",
+                lease_expires_at=now + dt.timedelta(seconds=self.lease_seconds),
+                updated_at=now,
+            ):
+                return False
+            sealed = (
+                AnalysisSnapshot.objects.using(self.using)
+                .filter(pk=snapshot_id, state=SnapshotState.BUILDING)
+                .update(state=SnapshotState.SEALED, facts=facts, content_hash=content_hash, identity=identity, sealed_at=now)
+            )
+            if sealed != 1:
+                transaction.set_rollback(True, using=self.using)
+                return False
+        logger.info("job id=%s attempt=%s stage=seal state=sealed worker=%s", lease.job_id, lease.attempt, lease.worker_id)
+        return True
+
+    def complete(self, lease: JobLease) -> bool:
+        """Mark the job completed (commit two of two); it must already point at a sealed snapshot.
+
+        A sealed snapshot wins over a cancellation that arrived after it, so this does not check the flag.
+        """
+        now = self.clock.now()
+        done = (
+            self._owned(lease)
+            .filter(snapshot__state=SnapshotState.SEALED)
+            .update(
+                status=JobStatus.COMPLETED,
+                stage="done",
+                progress=100,
+                lease_expires_at=None,
+                completed_at=now,
+                updated_at=now,
+                error_code="",
+                error_message="",
+            )
+        )
+        if done:
+            logger.info("job id=%s attempt=%s stage=done state=completed worker=%s", lease.job_id, lease.attempt, lease.worker_id)
+        return done == 1
+
+    def finish_cancelled(self, lease: JobLease) -> bool:
+        """Mark the job cancelled and fail its building snapshot; False if the lease is gone."""
+        now = self.clock.now()
+        with transaction.atomic(using=self.using):
+            done = self.update_owned(
+                lease,
+                status=JobStatus.CANCELLED,
+                lease_expires_at=None,
+                completed_at=now,
+                updated_at=now,
+                error_code=CANCELLED_CODE,
+                error_message="Cancellation was requested.",
+            )
+            if done:
+                self._fail_building_snapshot(lease.job_id, CANCELLED_CODE)
+        if done:
+            logger.info("job id=%s attempt=%s stage=%s state=cancelled worker=%s", lease.job_id, lease.attempt, "", lease.worker_id)
+        return done
+
+    def apply_failure(self, lease: JobLease, decision: Requeue | Fail) -> bool:
+        """Requeue the job with backoff or fail it, as ``decision`` says; False if the lease is gone.
+
+        A requeue loses to an accepted cancellation: the job is cancelled instead, so no request is dropped.
+        """
+        now = self.clock.now()
+        with transaction.atomic(using=self.using):
+            if isinstance(decision, Requeue):
+                done = self.update_owned(
+                    lease,
+                    require_cancel_not_requested=True,
+                    status=JobStatus.QUEUED,
+                    worker_id="",
+                    lease_expires_at=None,
+                    next_attempt_at=decision.at,
+                    stage="",
+                    progress=0,
+                    error_code=decision.code,
+                    error_message=decision.message,
+                    updated_at=now,
+                )
+                if not done:
+                    return self.finish_cancelled(lease)
+                state = "requeued"
+            else:
+                done = self.update_owned(
+                    lease,
+                    status=JobStatus.FAILED,
+                    lease_expires_at=None,
+                    completed_at=now,
+                    error_code=decision.code,
+                    error_message=decision.message,
+                    updated_at=now,
+                )
+                state = "failed"
+            if done:
+                self._fail_building_snapshot(lease.job_id, decision.code)
+        if done:
+            logger.info(
+                "job id=%s attempt=%s stage=%s state=%s worker=%s code=%s",
+                lease.job_id, lease.attempt, "", state, lease.worker_id, decision.code,
+            )
+        return done
+
+    def hand_back(self, lease: JobLease) -> bool:
+        """Give an unfinished job back to the queue at once, refunding its attempt; False if the lease is gone.
+
+        A job whose cancellation was requested is cancelled instead of requeued.
+        """
+        now = self.clock.now()
+        with transaction.atomic(using=self.using):
+            done = self.update_owned(
+                lease,
+                require_cancel_not_requested=True,
+                status=JobStatus.QUEUED,
+                worker_id="",
+                lease_expires_at=None,
+                next_attempt_at=None,
+                attempt=F("attempt") - 1,
+                stage="",
+                progress=0,
+                updated_at=now,
+            )
+            if not done:
+                return self.finish_cancelled(lease)
+            self._fail_building_snapshot(lease.job_id, HANDED_BACK_CODE)
+        logger.info("job id=%s attempt=%s stage=%s state=handed_back worker=%s", lease.job_id, lease.attempt, "", lease.worker_id)
+        return True
+
+    def _fail_building_snapshot(self, job_id: int, code: str) -> None:
+        AnalysisSnapshot.objects.using(self.using).filter(jobs__id=job_id, state=SnapshotState.BUILDING).update(
+            state=SnapshotState.FAILED, failure_code=code
+        )
+
+    # -- cancellation ------------------------------------------------------------------------------------------
+
+    def request_cancel(self, job_id: int, by: str = "") -> CancelOutcome:
+        """Cancel a queued job at once, or ask a running one's worker to stop; idempotent.
+
+        Raises ``CancelRefused`` with the reason for a job that is finished or does not exist.
+        """
+        now = self.clock.now()
+        while True:
+            cancelled = self._jobs().filter(pk=job_id, status=JobStatus.QUEUED).update(
+                status=JobStatus.CANCELLED,
+                completed_at=now,
+                updated_at=now,
+                error_code=CANCELLED_CODE,
+                error_message=f"Cancelled before it started{f' by {by}' if by else ''}.",
+            )
+            if cancelled:
+                logger.info("job id=%s event=cancelled by=%s", job_id, by or "-")
+                return CancelOutcome.CANCELLED
+            if self._jobs().filter(pk=job_id, status=JobStatus.RUNNING).update(cancel_requested=True, updated_at=now):
+                logger.info("job id=%s event=cancel_requested by=%s", job_id, by or "-")
+                return CancelOutcome.REQUESTED
+            status = self._jobs().filter(pk=job_id).values_list("status", flat=True).first()
+            if status is None:
+                raise CancelRefused(f"Job {job_id} does not exist.")
+            if status in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED):
+                raise CancelRefused(f"Job {job_id} is already {status}.")
+            # It moved between queued and running while we looked: try again.
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """Return True for errors that mean the database is away or busy, not that a query is wrong."""
+    return isinstance(exc, (OperationalError, InterfaceError))

@@ -1,0 +1,78 @@
+import argparse
+import json
+import os
+import time
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from analysis_jobs.control_plane import DatabaseControlPlane
+from analysis_jobs.management.arguments import positive_int
+from analysis_jobs.management.database import ensure_database_ready
+from analysis_jobs.models import AnalysisJob, JobStatus
+from analysis_jobs.presenters import job_as_dict, job_line
+
+
+class Command(BaseCommand):
+    help = "Queue an analysis of a directory (or repository) and print the job id."
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="+", metavar="PATH", help="Directory or repository to analyse.")
+        parser.add_argument("--revision", default="", help="Revision (branch, tag or commit) to analyse.")
+        parser.add_argument("--owner", help="Username of the user who owns the job.")
+        parser.add_argument("--max-attempts", type=positive_int, help="Attempts before the job fails (default: the setting).")
+        parser.add_argument("--wait", action="store_true", help="Follow the job to its end; exit non-zero unless it completed.")
+        parser.add_argument("--json", action="store_true", dest="as_json", help="Print one JSON object per job instead of its id.")
+        parser.add_argument("--wait-interval", type=float, default=0.5, help=argparse.SUPPRESS)
+
+    def handle(self, *args, paths, revision, owner, max_attempts, wait, as_json, wait_interval, **options):
+        if wait and len(paths) > 1:
+            raise CommandError("--wait follows one job: give one PATH.")
+        ensure_database_ready()
+        owner_user = self._owner(owner)
+        sources = [self._source(path) for path in paths]
+        control_plane = DatabaseControlPlane()
+        jobs = []
+        for source in sources:
+            job, created = control_plane.enqueue(source, revision=revision.strip(), owner=owner_user, max_attempts=max_attempts)
+            jobs.append(job)
+            if not created and not as_json:
+                self.stderr.write(f"{source} already has an active job ({job.pk}, {job.status}); not queued again.")
+        if wait:
+            jobs = [self._follow(jobs[0], wait_interval)]
+        for job in jobs:
+            self.stdout.write(json.dumps(job_as_dict(job), sort_keys=True) if as_json else str(job.pk))
+        if wait and jobs[0].status != JobStatus.COMPLETED:
+            raise CommandError(f"Job {jobs[0].pk} ended {jobs[0].status}: {jobs[0].error_code} {jobs[0].error_message}".rstrip())
+
+    def _owner(self, username):
+        if username is None:
+            return None
+        try:
+            return get_user_model().objects.get_by_natural_key(username)
+        except get_user_model().DoesNotExist:
+            raise CommandError(f"No user is called {username!r}.") from None
+
+    def _source(self, path):
+        if not os.path.exists(path):
+            raise CommandError(f"{path}: no such file or directory; nothing was queued.")
+        if not os.path.isdir(path):
+            raise CommandError(f"{path}: not a directory; nothing was queued.")
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise CommandError(f"{path}: permission denied; nothing was queued.")
+        return os.path.realpath(path)
+
+    def _follow(self, job, interval):
+        """Poll the job and draw its progress until it ends."""
+        with tqdm(total=100, desc=f"job {job.pk}", unit="%", file=self.stderr._out, disable=None) as bar:
+            while True:
+                job = AnalysisJob.objects.select_related("snapshot").get(pk=job.pk)
+                bar.set_postfix_str(f"{job.status} {job.stage}".strip())
+                bar.update(job.progress - bar.n)
+                if job.is_terminal:
+                    break
+                time.sleep(interval)
+        self.stderr.write(job_line(job))
+        return job
+

@@ -1,0 +1,146 @@
+"""
+The queue's state: one ``AnalysisJob`` row per requested analysis, one ``AnalysisSnapshot`` per attempt's result.
+
+Every write to a job goes through ``control_plane.py``; the models only describe the rows and their invariants.
+The check constraints below are the invariants the control plane relies on, so a bug there fails loudly in the
+database instead of leaving a job that no worker and no sweep will ever touch again.
+"""
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+
+class JobStatus(models.TextChoices):
+    # enqueue, a retry's requeue, a sweep's requeue and a graceful hand-back move a job here; claim moves it out.
+    QUEUED = "queued", "Queued"
+    # claim moves a job here, under a lease; the owning worker or the stale sweep moves it out.
+    RUNNING = "running", "Running"
+    # the owning worker (after sealing the snapshot) or the sweep (healing a sealed snapshot). Terminal.
+    COMPLETED = "completed", "Completed"
+    # the owning worker or the sweep, at the attempt limit or on a non-retryable error. Terminal.
+    FAILED = "failed", "Failed"
+    # request_cancel (a queued job), the owning worker or the sweep (a running one that was asked). Terminal.
+    CANCELLED = "cancelled", "Cancelled"
+
+
+TERMINAL_STATUSES = (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED)
+ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class SnapshotState(models.TextChoices):
+    # a worker created it at the start of an attempt and is filling it.
+    BUILDING = "building", "Building"
+    # the facts are final and hashed; never modified again.
+    SEALED = "sealed", "Sealed"
+    # the attempt that built it ended without sealing (error, cancellation, stale worker).
+    FAILED = "failed", "Failed"
+
+
+class SealedSnapshotError(ValidationError):
+    """A sealed snapshot is immutable."""
+
+
+class AnalysisSnapshot(models.Model):
+    state = models.CharField(max_length=16, choices=SnapshotState.choices, default=SnapshotState.BUILDING)
+    # The canonical JSON document, byte for byte what was hashed (a jsonb column would reorder its keys).
+    facts = models.TextField(blank=True, default="")
+    content_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    # What makes two analyses the same (source, revision, schema, extractors, config); reuse looks it up.
+    identity = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    failure_code = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField()
+    sealed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(state=SnapshotState.SEALED) | (Q(sealed_at__isnull=False) & ~Q(content_hash="")),
+                name="snapshot_sealed_has_hash",
+            ),
+        ]
+
+    def __str__(self):
+        return f"snapshot {self.pk} ({self.state})"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and AnalysisSnapshot.objects.filter(pk=self.pk, state=SnapshotState.SEALED).exists():
+            raise SealedSnapshotError(f"Snapshot {self.pk} is sealed and cannot be changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self.state == SnapshotState.SEALED:
+            raise SealedSnapshotError(f"Snapshot {self.pk} is sealed and cannot be deleted.")
+        return super().delete(*args, **kwargs)
+
+
+class AnalysisJob(models.Model):
+    source = models.CharField(max_length=1024, help_text="The directory or repository path analysed.")
+    revision = models.CharField(max_length=255, blank=True, default="", help_text="The revision asked for, if any.")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="analysis_jobs"
+    )
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    stage = models.CharField(max_length=32, blank=True, default="")
+    progress = models.PositiveSmallIntegerField(default=0)
+    attempt = models.PositiveIntegerField(default=0, help_text="Attempts started (claims); a hand-off spends none.")
+    max_attempts = models.PositiveIntegerField(default=3)
+    cancel_requested = models.BooleanField(default=False)
+    worker_id = models.CharField(max_length=64, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    snapshot = models.ForeignKey(AnalysisSnapshot, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        permissions = [("cancel_analysisjob", "Can request cancellation of an analysis job")]
+        indexes = [
+            # The claim query: oldest queued job first.
+            models.Index(fields=["created_at", "id"], condition=Q(status="queued"), name="job_claim_idx"),
+            # The stale sweep: running jobs whose lease lapsed.
+            models.Index(fields=["lease_expires_at"], condition=Q(status="running"), name="job_expired_lease_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="job_status_valid"),
+            models.CheckConstraint(condition=Q(progress__gte=0, progress__lte=100), name="job_progress_0_100"),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="job_max_attempts_positive"),
+            models.CheckConstraint(condition=Q(attempt__lte=models.F("max_attempts")), name="job_attempt_within_budget"),
+            models.CheckConstraint(
+                condition=~Q(status="running") | (~Q(worker_id="") & Q(lease_expires_at__isnull=False)),
+                name="job_running_is_leased",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="queued") | Q(lease_expires_at__isnull=True, worker_id=""),
+                name="job_queued_is_unleased",
+            ),
+            # A queued job that is asked to stop is cancelled on the spot, so none waits with the flag set.
+            models.CheckConstraint(
+                condition=~Q(status="queued") | Q(cancel_requested=False), name="job_queued_not_cancelling"
+            ),
+            models.CheckConstraint(
+                condition=~Q(status__in=["completed", "failed", "cancelled"])
+                | Q(completed_at__isnull=False, lease_expires_at__isnull=True),
+                name="job_terminal_is_finished",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="completed") | Q(snapshot__isnull=False), name="job_completed_has_snapshot"
+            ),
+            # One active job per source and revision: enqueueing it again returns that job, even under a race.
+            models.UniqueConstraint(
+                fields=["source", "revision"], condition=Q(status__in=["queued", "running"]), name="job_one_active_per_source"
+            ),
+        ]
+
+    def __str__(self):
+        return f"analysis {self.pk} of {self.source}"
+
+    @property
+    def is_terminal(self):
+        return self.status in TERMINAL_STATUSES

@@ -1,0 +1,32 @@
+"""The shapes shared by every pipeline: its stages and the state they fill."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Check = Callable[[], None]
+
+
+@dataclass
+class AnalysisState:
+    """What the stages of one attempt know so far; the worker creates it from the job."""
+
+    source: str
+    revision: str = ""
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    name: str
+    run: Callable[[AnalysisState, Check], None]
+
+
+class Pipeline(Protocol):
+    stages: Sequence[Stage]
+
+    def document(self, state: AnalysisState) -> dict:
+        """Return the facts document to seal."""
+
+    def identity(self, state: AnalysisState) -> str:
+        """Return the snapshot identity of this analysis ('' when it has none to reuse)."""

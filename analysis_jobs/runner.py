@@ -1,0 +1,226 @@
+"""
+The runner: a worker's identity, its poll loop, the stale sweep's cadence, and shutdown.
+
+The loop claims the oldest eligible job and runs it, again at once while a backlog drains, and waits a poll
+interval only when nothing is eligible. Every ``sweep_interval`` seconds it also sweeps: each running job whose
+lease lapsed is reclaimed (pinned to what the scan saw) and then healed to completed if its snapshot was sealed,
+cancelled if cancellation was asked, or requeued with backoff (``RI-JOB-STALE``) until its attempts are spent.
+
+Shutdown: the first SIGTERM/SIGINT stops claiming and lets the current job finish within ``grace`` seconds;
+when the grace runs out the job is handed back to the queue (no attempt spent) so another worker takes it at
+once. A second signal exits now, handing the job back on the way out. A database that goes away (a server
+restart) costs the loop a poll interval and a reconnect, not the process.
+"""
+
+import datetime as dt
+import logging
+import os
+import secrets
+import signal
+import socket
+import threading
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connections
+
+from .clock import Clock, SystemClock
+from .control_plane import DatabaseControlPlane, JobLease, is_database_unavailable
+from .decisions import Requeue, decide_stale
+from .models import AnalysisJob, SnapshotState
+from .worker import AnalysisWorker, JobOutcome
+
+logger = logging.getLogger(__name__)
+
+WORKER_ID_LENGTH = 64
+
+
+def new_worker_id() -> str:
+    """Return an id unique to this worker: host, pid and a random part, at most 64 characters."""
+    suffix = f":{os.getpid()}:{secrets.token_hex(4)}"
+    return socket.gethostname()[: WORKER_ID_LENGTH - len(suffix)] + suffix
+
+
+class WorkerExit(BaseException):
+    """A second shutdown signal: leave now."""
+
+
+@dataclass
+class SweepReport:
+    healed: int = 0
+    cancelled: int = 0
+    requeued: int = 0
+    failed: int = 0
+    missed: int = 0  # expired leases that moved before the reclaim (renewed, or taken by another sweeper)
+
+    @property
+    def reclaimed(self) -> int:
+        return self.healed + self.cancelled + self.requeued + self.failed
+
+
+@dataclass
+class RunReport:
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def jobs(self) -> int:
+        return sum(self.outcomes.values())
+
+    def count(self, outcome: JobOutcome) -> None:
+        self.outcomes[outcome.value] = self.outcomes.get(outcome.value, 0) + 1
+
+
+class AnalysisWorkerRunner:
+    """Claims and runs jobs until told to stop (or, in burst mode, until nothing is eligible)."""
+
+    def __init__(
+        self,
+        *,
+        control_plane: DatabaseControlPlane | None = None,
+        worker: AnalysisWorker | None = None,
+        clock: Clock | None = None,
+        worker_id: str | None = None,
+        poll_interval: float | None = None,
+        sweep_interval: float | None = None,
+        grace: float | None = None,
+        burst: bool = False,
+        max_jobs: int | None = None,
+    ):
+        config = settings.ANALYSIS_JOBS
+        self.clock = clock or SystemClock()
+        self.control_plane = control_plane or DatabaseControlPlane(clock=self.clock)
+        self.worker = worker or AnalysisWorker(self.control_plane, clock=self.clock)
+        self.worker_id = worker_id or new_worker_id()
+        self.poll_interval = config["POLL_INTERVAL"] if poll_interval is None else poll_interval
+        self.sweep_interval = config["SWEEP_INTERVAL"] if sweep_interval is None else sweep_interval
+        self.grace = config["SHUTDOWN_GRACE_SECONDS"] if grace is None else grace
+        self.burst = burst
+        self.max_jobs = max_jobs
+        self.report = RunReport()
+        self._stopping = threading.Event()
+        self._next_sweep_at: dt.datetime | None = None
+        self._grace_timer: threading.Timer | None = None
+
+    # -- the loop ----------------------------------------------------------------------------------------------
+
+    def run(self) -> RunReport:
+        """Run the poll loop until stopped, ``max_jobs`` are done, or (burst) nothing is eligible."""
+        logger.info("worker id=%s event=started burst=%s", self.worker_id, self.burst)
+        try:
+            while not self._stopping.is_set():
+                if self.max_jobs is not None and self.report.jobs >= self.max_jobs:
+                    break
+                try:
+                    self._sweep_if_due()
+                    ran = self.run_once()
+                except Exception as error:
+                    self._recover(error)
+                    continue
+                if not ran:
+                    if self.burst:
+                        break
+                    self.clock.wait(self._stopping, self.poll_interval)
+        finally:
+            if self._grace_timer is not None:
+                self._grace_timer.cancel()
+            logger.info("worker id=%s event=stopped jobs=%s", self.worker_id, self.report.jobs)
+        return self.report
+
+    def run_once(self) -> bool:
+        """Claim one eligible job and run it; return False if there was none."""
+        lease = self.control_plane.claim_next(self.worker_id)
+        if lease is None:
+            return False
+        outcome = self.worker.run(lease)
+        self.report.count(outcome)
+        return True
+
+    def _recover(self, error: Exception) -> None:
+        if is_database_unavailable(error):
+            logger.warning("worker id=%s event=database_unavailable error=%s", self.worker_id, error.__class__.__name__)
+        else:
+            logger.exception("worker id=%s event=loop_error", self.worker_id)
+        connections.close_all()  # the next query opens a fresh connection
+        self.clock.wait(self._stopping, max(self.poll_interval, 0.1))
+
+    # -- the stale sweep ---------------------------------------------------------------------------------------
+
+    def _sweep_if_due(self) -> None:
+        now = self.clock.now()
+        if self._next_sweep_at is None or now >= self._next_sweep_at:
+            self._next_sweep_at = now + dt.timedelta(seconds=self.sweep_interval)
+            self.sweep(now)
+
+    def sweep(self, now: dt.datetime | None = None) -> SweepReport:
+        """Reclaim every job whose lease lapsed and settle it: heal, cancel, requeue or fail."""
+        cp = self.control_plane
+        now = now or self.clock.now()
+        report = SweepReport()
+        for expired in cp.expired_leases(now):
+            lease = cp.reclaim(expired, self.worker_id, now)
+            if lease is None:
+                report.missed += 1
+                continue
+            self._settle_reclaimed(lease, now, report)
+        if report.reclaimed or report.missed:
+            logger.info(
+                "sweep worker=%s healed=%s cancelled=%s requeued=%s failed=%s missed=%s",
+                self.worker_id, report.healed, report.cancelled, report.requeued, report.failed, report.missed,
+            )
+        return report
+
+    def _settle_reclaimed(self, lease: JobLease, now: dt.datetime, report: SweepReport) -> None:
+        cp = self.control_plane
+        cancel_requested, max_attempts, snapshot_state = (
+            AnalysisJob.objects.using(cp.using)
+            .filter(pk=lease.job_id)
+            .values_list("cancel_requested", "max_attempts", "snapshot__state")
+            .get()
+        )
+        # A sealed snapshot wins over a cancellation that came after it, as it does in the worker.
+        if snapshot_state == SnapshotState.SEALED:
+            if cp.complete(lease):
+                report.healed += 1
+            return
+        if cancel_requested:
+            if cp.finish_cancelled(lease):
+                report.cancelled += 1
+            return
+        config = settings.ANALYSIS_JOBS
+        decision = decide_stale(
+            attempt=lease.attempt,
+            max_attempts=max_attempts,
+            now=now,
+            base=config["RETRY_BASE_SECONDS"],
+            cap=config["RETRY_CAP_SECONDS"],
+        )
+        if cp.apply_failure(lease, decision):
+            if isinstance(decision, Requeue):
+                report.requeued += 1
+            else:
+                report.failed += 1
+
+    # -- shutdown ----------------------------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Stop claiming; the job running now gets ``grace`` seconds, then goes back to the queue."""
+        if self._stopping.is_set():
+            raise WorkerExit()
+        logger.info("worker id=%s event=stopping grace=%s", self.worker_id, self.grace)
+        self._stopping.set()
+        self._grace_timer = threading.Timer(self.grace, self._grace_expired)
+        self._grace_timer.daemon = True
+        self._grace_timer.start()
+
+    def _grace_expired(self) -> None:
+        if self.worker.hand_back_now():
+            logger.info("worker id=%s event=grace_expired handed_back=1", self.worker_id)
+
+    def install_signal_handlers(self) -> None:
+        """Make SIGTERM and SIGINT call ``request_stop`` (the second one exits at once)."""
+
+        def handle(signum, frame):
+            self.request_stop()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)

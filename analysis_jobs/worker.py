@@ -1,0 +1,233 @@
+"""
+The worker: runs one job it owns through the pipeline's stages, then seals and completes it.
+
+At every stage boundary it saves ``stage`` and ``progress`` and renews its lease in one guarded write, which also
+reads ``cancel_requested`` back; a heartbeat thread, on its own database connection, renews during a long
+stage and raises flags that the stage's ``check()`` turns into an exception between files. How an attempt ends:
+
+- all stages ran: seal the snapshot (commit one), then complete the job (commit two). A sealed snapshot wins
+  over a cancellation that arrives after it; if the worker dies between the commits, the sweep heals the job.
+- cancellation seen: the job is cancelled (``RI-JOB-CANCELLED``) and its building snapshot failed.
+- lease lost: the worker stops and writes nothing more; whoever owns the job now decides.
+- shutting down: the job goes back to the queue with its attempt refunded.
+- any other error: ``decisions.decide_failure`` says requeue with backoff or fail, and the control plane does it.
+"""
+
+import enum
+import logging
+import threading
+
+from django.conf import settings
+from django.db import connections
+
+from . import faults
+from .clock import Clock, SystemClock
+from .control_plane import DatabaseControlPlane, JobLease, is_database_unavailable
+from .decisions import Fail, decide_failure
+from .exceptions import HandBack, JobCancelled, LeaseLost
+from .models import AnalysisJob
+from .pipeline import AnalysisState, Pipeline, canonical_json, content_hash, default_pipeline
+
+logger = logging.getLogger(__name__)
+
+
+class JobOutcome(enum.Enum):
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    REQUEUED = "requeued"
+    FAILED = "failed"
+    HANDED_BACK = "handed_back"
+    LOST = "lost"  # the lease went to someone else; this worker wrote nothing after it noticed
+
+
+class _Flags:
+    """What the heartbeat or the runner learned while a stage was running; read by ``check()``."""
+
+    def __init__(self):
+        self.cancel = threading.Event()
+        self.lost = threading.Event()
+        self.hand_back = threading.Event()
+
+    def check(self) -> None:
+        if self.lost.is_set():
+            raise LeaseLost()
+        if self.hand_back.is_set():
+            raise HandBack()
+        if self.cancel.is_set():
+            raise JobCancelled()
+
+
+class Heartbeat:
+    """Renews a lease every ``interval`` seconds from its own thread and database connection."""
+
+    def __init__(self, control_plane: DatabaseControlPlane, lease: JobLease, interval: float, flags: _Flags):
+        self.control_plane = control_plane
+        self.lease = lease
+        self.interval = interval
+        self.flags = flags
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{lease.job_id}", daemon=True)
+
+    def beat(self) -> None:
+        """Renew once and raise the flags the renewal calls for."""
+        faults.checkpoint("during-heartbeat")
+        renewal = self.control_plane.renew(self.lease)
+        if renewal.lost:
+            logger.warning("job id=%s attempt=%s state=lease_lost worker=%s", self.lease.job_id, self.lease.attempt, self.lease.worker_id)
+            self.flags.lost.set()
+        elif renewal.cancel_requested:
+            self.flags.cancel.set()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.interval) and not self.flags.lost.is_set():
+                try:
+                    self.beat()
+                except Exception:
+                    logger.exception("job id=%s event=heartbeat_error worker=%s", self.lease.job_id, self.lease.worker_id)
+        finally:
+            connections.close_all()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+class AnalysisWorker:
+    """Runs jobs that a runner claimed, one at a time."""
+
+    def __init__(
+        self,
+        control_plane: DatabaseControlPlane | None = None,
+        *,
+        pipeline: Pipeline | None = None,
+        clock: Clock | None = None,
+        heartbeat_seconds: float | None = None,
+        retry_base: float | None = None,
+        retry_cap: float | None = None,
+    ):
+        config = settings.ANALYSIS_JOBS
+        self.clock = clock or (control_plane.clock if control_plane else SystemClock())
+        self.control_plane = control_plane or DatabaseControlPlane(clock=self.clock)
+        self.pipeline = pipeline or default_pipeline()
+        self.heartbeat_seconds = heartbeat_seconds or config["HEARTBEAT_SECONDS"] or self.control_plane.lease_seconds / 3
+        self.retry_base = retry_base if retry_base is not None else config["RETRY_BASE_SECONDS"]
+        self.retry_cap = retry_cap if retry_cap is not None else config["RETRY_CAP_SECONDS"]
+        self._current: tuple[JobLease, _Flags] | None = None
+        self._current_lock = threading.Lock()
+
+    # -- called from other threads -----------------------------------------------------------------------------
+
+    def hand_back_now(self) -> bool:
+        """Give the running job back to the queue from another thread and stop this worker writing to it.
+
+        The runner calls this when its shutdown grace runs out; the stage still running finds out at its next
+        ``check()`` and every write it tries is refused by the ownership guard.
+        """
+        with self._current_lock:
+            current = self._current
+        if current is None:
+            return False
+        lease, flags = current
+        flags.lost.set()
+        try:
+            return self.control_plane.hand_back(lease)
+        finally:
+            connections.close_all()
+
+    # -- one job -----------------------------------------------------------------------------------------------
+
+    def run(self, lease: JobLease) -> JobOutcome:
+        """Run the job ``lease`` owns to the end of this attempt and return how it ended."""
+        flags = _Flags()
+        with self._current_lock:
+            self._current = (lease, flags)
+        heartbeat = Heartbeat(self.control_plane, lease, self.heartbeat_seconds, flags)
+        faults.checkpoint("after-claim")
+        heartbeat.start()
+        try:
+            return self._attempt(lease, flags)
+        except BaseException:
+            # KeyboardInterrupt, SystemExit, a second shutdown signal: give the job back before leaving.
+            flags.lost.set()
+            try:
+                self.control_plane.hand_back(lease)
+            except Exception:
+                logger.exception("job id=%s event=hand_back_failed worker=%s", lease.job_id, lease.worker_id)
+            raise
+        finally:
+            heartbeat.stop()
+            with self._current_lock:
+                self._current = None
+
+    def _attempt(self, lease: JobLease, flags: _Flags) -> JobOutcome:
+        cp = self.control_plane
+        try:
+            snapshot_id = cp.begin_snapshot(lease)
+            if snapshot_id is None:
+                raise LeaseLost()
+            source, revision = AnalysisJob.objects.using(cp.using).filter(pk=lease.job_id).values_list("source", "revision").get()
+            state = AnalysisState(source=source, revision=revision)
+            stages = list(self.pipeline.stages)
+            for index, stage in enumerate(stages):
+                self._boundary(lease, flags, stage.name, progress=90 * index // max(1, len(stages)))
+                stage.run(state, flags.check)
+                faults.checkpoint(f"after-stage:{stage.name}")
+            facts = canonical_json(self.pipeline.document(state))
+            digest = content_hash(facts)
+            self._boundary(lease, flags, "seal", progress=95)
+            if not cp.seal(lease, snapshot_id=snapshot_id, facts=facts, content_hash=digest, identity=self.pipeline.identity(state)):
+                self._raise_for_lost_or_cancelled(lease)
+            faults.checkpoint("after-seal")
+            if not cp.complete(lease):
+                logger.warning("job id=%s attempt=%s state=lease_lost_after_seal worker=%s", lease.job_id, lease.attempt, lease.worker_id)
+                return JobOutcome.LOST  # sealed: the sweep heals the job to completed
+            return JobOutcome.COMPLETED
+        except JobCancelled:
+            return JobOutcome.CANCELLED if cp.finish_cancelled(lease) else JobOutcome.LOST
+        except LeaseLost:
+            logger.warning("job id=%s attempt=%s state=abandoned worker=%s", lease.job_id, lease.attempt, lease.worker_id)
+            return JobOutcome.LOST
+        except HandBack:
+            return JobOutcome.HANDED_BACK if cp.hand_back(lease) else JobOutcome.LOST
+        except Exception as error:
+            if is_database_unavailable(error):
+                # The database went away under us: nothing can be written now. The lease lapses and the
+                # sweep retries the job, spending this attempt.
+                logger.warning("job id=%s attempt=%s state=database_unavailable worker=%s", lease.job_id, lease.attempt, lease.worker_id)
+                return JobOutcome.LOST
+            logger.exception("job id=%s attempt=%s state=error worker=%s", lease.job_id, lease.attempt, lease.worker_id)
+            job = AnalysisJob.objects.using(cp.using).filter(pk=lease.job_id).values_list("max_attempts", flat=True).get()
+            decision = decide_failure(
+                attempt=lease.attempt,
+                max_attempts=job,
+                error=error,
+                now=self.clock.now(),
+                base=self.retry_base,
+                cap=self.retry_cap,
+            )
+            if not cp.apply_failure(lease, decision):
+                return JobOutcome.LOST
+            if isinstance(decision, Fail):
+                return JobOutcome.FAILED
+            return JobOutcome.REQUEUED
+
+    def _boundary(self, lease: JobLease, flags: _Flags, stage: str, *, progress: int) -> None:
+        """Save the stage, renew the lease and stop here if the job was cancelled or lost."""
+        flags.check()
+        renewal = self.control_plane.renew(lease, stage=stage, progress=progress)
+        if renewal.lost:
+            raise LeaseLost()
+        if renewal.cancel_requested:
+            raise JobCancelled()
+        logger.info("job id=%s attempt=%s stage=%s state=running worker=%s", lease.job_id, lease.attempt, stage, lease.worker_id)
+
+    def _raise_for_lost_or_cancelled(self, lease: JobLease) -> None:
+        renewal = self.control_plane.renew(lease)
+        if renewal.renewed and renewal.cancel_requested:
+            raise JobCancelled()
+        raise LeaseLost()

@@ -1,0 +1,132 @@
+"""
+Settings for the PARTHA project, read from the environment through django-environ.
+
+Every setting has a default that works on one machine with no set-up: the database is a SQLite file in the
+project folder. Point ``DATABASE_URL`` at PostgreSQL to share one queue between many machines. The README has
+a table of every setting.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env")
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="partha-insecure-development-key-set-SECRET_KEY-in-production")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "analysis_jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "partha.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "partha.wsgi.application"
+
+
+def _database(url):
+    """Return Django's database settings for ``url``, tuned so many worker processes can share it."""
+    try:
+        config = environ.Env.db_url_config(url)
+    except (ImproperlyConfigured, ValueError, KeyError) as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL ({exc.__class__.__name__}).") from None
+    engine = config.get("ENGINE", "")
+    if engine == "django.db.backends.sqlite3":
+        # WAL lets readers run beside the one writer; the busy timeout makes a writer wait for the lock
+        # instead of failing; IMMEDIATE takes the write lock when a transaction starts, so two transactions
+        # never deadlock upgrading a read lock.
+        config.setdefault("OPTIONS", {}).update(
+            {
+                "timeout": env.float("SQLITE_BUSY_TIMEOUT", default=20.0),
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            }
+        )
+        # The test database is a file too, so real worker processes can share it with the test.
+        config.setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / "test-db.sqlite3"))
+    elif engine in ("django.db.backends.postgresql", "django.db.backends.postgresql_psycopg2"):
+        config["ENGINE"] = "django.db.backends.postgresql"
+        config.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
+        config["CONN_HEALTH_CHECKS"] = True
+    else:
+        raise ImproperlyConfigured(f"DATABASE_URL names an unsupported engine {engine!r}: use sqlite:// or postgres://.")
+    return config
+
+
+DATABASES = {"default": _database(env.str("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# The queue's knobs. Durations are seconds.
+ANALYSIS_JOBS = {
+    "LEASE_SECONDS": env.float("ANALYSIS_LEASE_SECONDS", default=30.0),
+    "HEARTBEAT_SECONDS": env.float("ANALYSIS_HEARTBEAT_SECONDS", default=0.0) or None,  # None: a third of the lease
+    "POLL_INTERVAL": env.float("ANALYSIS_POLL_INTERVAL", default=1.0),
+    "SWEEP_INTERVAL": env.float("ANALYSIS_SWEEP_INTERVAL", default=5.0),
+    "MAX_ATTEMPTS": env.int("ANALYSIS_MAX_ATTEMPTS", default=3),
+    "RETRY_BASE_SECONDS": env.float("ANALYSIS_RETRY_BASE_SECONDS", default=2.0),
+    "RETRY_CAP_SECONDS": env.float("ANALYSIS_RETRY_CAP_SECONDS", default=60.0),
+    "SHUTDOWN_GRACE_SECONDS": env.float("ANALYSIS_SHUTDOWN_GRACE_SECONDS", default=10.0),
+    # A test hook: abort the process at this checkpoint (see analysis_jobs.faults). Off unless set.
+    "FAULT_CHECKPOINT": env.str("ANALYSIS_FAULT_CHECKPOINT", default=""),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "analysis_jobs": {"handlers": ["console"], "level": env.str("ANALYSIS_LOG_LEVEL", default="INFO"), "propagate": True},
+    },
+}
