@@ -41,6 +41,10 @@ logger = logging.getLogger(__name__)
 
 CANCELLED_CODE = "RI-JOB-CANCELLED"
 HANDED_BACK_CODE = "RI-JOB-HANDED-BACK"
+# The stage a job is in once its snapshot is sealed. It lives on the job row so that the guards which must
+# respect a seal (complete, requeue, hand back) stay plain column filters: a guard that joined the snapshot
+# table would be evaluated by PostgreSQL against the row version it read before waiting for a lock.
+SEALED_STAGE = "sealed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,12 +230,14 @@ class DatabaseControlPlane:
                 return lease
         return None
 
-    def _owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False):
+    def _owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False, require_unsealed: bool = False):
         guard = self._jobs().filter(
             pk=lease.job_id, status=JobStatus.RUNNING, worker_id=lease.worker_id, attempt=lease.attempt
         )
         if require_cancel_not_requested:
             guard = guard.filter(cancel_requested=False)
+        if require_unsealed:
+            guard = guard.exclude(stage=SEALED_STAGE)
         return guard
 
     def renew(self, lease: JobLease, now: dt.datetime | None = None, **progress) -> LeaseRenewal:
@@ -255,14 +261,20 @@ class DatabaseControlPlane:
             return LeaseRenewal(RenewalOutcome.DEFERRED)
         return LeaseRenewal(RenewalOutcome.RENEWED, cancel_requested=cancel_requested)
 
-    def update_owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False, **fields) -> bool:
+    def update_owned(
+        self, lease: JobLease, *, require_cancel_not_requested: bool = False, require_unsealed: bool = False, **fields
+    ) -> bool:
         """Write ``fields`` to the job if ``lease`` still owns it; False (and nothing written) if not.
 
-        With ``require_cancel_not_requested`` the write also loses to an accepted cancellation. This neither
-        commits nor rolls back an enclosing transaction: what a miss means is the caller's decision.
+        With ``require_cancel_not_requested`` the write also loses to an accepted cancellation, and with
+        ``require_unsealed`` to a sealed snapshot. This neither commits nor rolls back an enclosing
+        transaction: what a miss means is the caller's decision.
         """
         fields.setdefault("updated_at", self.clock.now())
-        return self._owned(lease, require_cancel_not_requested=require_cancel_not_requested).update(**fields) == 1
+        guard = self._owned(
+            lease, require_cancel_not_requested=require_cancel_not_requested, require_unsealed=require_unsealed
+        )
+        return guard.update(**fields) == 1
 
     def reclaim(self, expired: ExpiredLease, worker_id: str, now: dt.datetime | None = None) -> JobLease | None:
         """Take over a job whose lease lapsed, for ``worker_id`` (the sweeper); None if anything moved since.
@@ -312,7 +324,7 @@ class DatabaseControlPlane:
             if not self.update_owned(
                 lease,
                 require_cancel_not_requested=True,
-                stage="seal",
+                stage=SEALED_STAGE,
                 lease_expires_at=now + dt.timedelta(seconds=self.lease_seconds),
                 updated_at=now,
             ):
@@ -329,14 +341,14 @@ class DatabaseControlPlane:
         return True
 
     def complete(self, lease: JobLease) -> bool:
-        """Mark the job completed (commit two of two); it must already point at a sealed snapshot.
+        """Mark the job completed (commit two of two); False unless its snapshot was sealed under this lease.
 
         A sealed snapshot wins over a cancellation that arrived after it, so this does not check the flag.
         """
         now = self.clock.now()
         done = (
             self._owned(lease)
-            .filter(snapshot__state=SnapshotState.SEALED)
+            .filter(stage=SEALED_STAGE)
             .update(
                 status=JobStatus.COMPLETED,
                 stage="done",
@@ -353,11 +365,12 @@ class DatabaseControlPlane:
         return done == 1
 
     def finish_cancelled(self, lease: JobLease) -> bool:
-        """Mark the job cancelled and fail its building snapshot; False if the lease is gone."""
+        """Mark the job cancelled and fail its building snapshot; False if the lease is gone or it was sealed."""
         now = self.clock.now()
         with transaction.atomic(using=self.using):
             done = self.update_owned(
                 lease,
+                require_unsealed=True,
                 status=JobStatus.CANCELLED,
                 lease_expires_at=None,
                 completed_at=now,
@@ -375,6 +388,7 @@ class DatabaseControlPlane:
         """Requeue the job with backoff or fail it, as ``decision`` says; False if the lease is gone.
 
         A requeue loses to an accepted cancellation: the job is cancelled instead, so no request is dropped.
+        Neither overrides a sealed snapshot: such a job is completed instead.
         """
         now = self.clock.now()
         with transaction.atomic(using=self.using):
@@ -382,6 +396,7 @@ class DatabaseControlPlane:
                 done = self.update_owned(
                     lease,
                     require_cancel_not_requested=True,
+                    require_unsealed=True,
                     status=JobStatus.QUEUED,
                     worker_id="",
                     lease_expires_at=None,
@@ -393,11 +408,12 @@ class DatabaseControlPlane:
                     updated_at=now,
                 )
                 if not done:
-                    return self.finish_cancelled(lease)
+                    return self.complete(lease) or self.finish_cancelled(lease)
                 state = "requeued"
             else:
                 done = self.update_owned(
                     lease,
+                    require_unsealed=True,
                     status=JobStatus.FAILED,
                     lease_expires_at=None,
                     completed_at=now,
@@ -405,6 +421,8 @@ class DatabaseControlPlane:
                     error_message=decision.message,
                     updated_at=now,
                 )
+                if not done:
+                    return self.complete(lease)
                 state = "failed"
             if done:
                 self._fail_building_snapshot(lease.job_id, decision.code)
@@ -418,13 +436,15 @@ class DatabaseControlPlane:
     def hand_back(self, lease: JobLease) -> bool:
         """Give an unfinished job back to the queue at once, refunding its attempt; False if the lease is gone.
 
-        A job whose cancellation was requested is cancelled instead of requeued.
+        A job whose cancellation was requested is cancelled instead, and one whose snapshot is already sealed is
+        completed instead: handing it back would run its seal twice.
         """
         now = self.clock.now()
         with transaction.atomic(using=self.using):
             done = self.update_owned(
                 lease,
                 require_cancel_not_requested=True,
+                require_unsealed=True,
                 status=JobStatus.QUEUED,
                 worker_id="",
                 lease_expires_at=None,
@@ -435,7 +455,7 @@ class DatabaseControlPlane:
                 updated_at=now,
             )
             if not done:
-                return self.finish_cancelled(lease)
+                return self.complete(lease) or self.finish_cancelled(lease)
             self._fail_building_snapshot(lease.job_id, HANDED_BACK_CODE)
         logger.info("job id=%s attempt=%s stage=%s state=handed_back worker=%s", lease.job_id, lease.attempt, "", lease.worker_id)
         return True
