@@ -90,6 +90,10 @@ class AnalysisWorkerRunner:
         self.clock = clock or SystemClock()
         self.control_plane = control_plane or DatabaseControlPlane(clock=self.clock)
         self.worker = worker or AnalysisWorker(self.control_plane, clock=self.clock)
+        # Sweep on the heartbeat's cadence too, so a dead worker's job is rescued even while every live worker
+        # is busy with a long analysis.
+        self.worker.between_beats = self._sweep_if_due
+        self._sweep_lock = threading.Lock()
         self.worker_id = worker_id or new_worker_id()
         self.poll_interval = config["POLL_INTERVAL"] if poll_interval is None else poll_interval
         self.sweep_interval = config["SWEEP_INTERVAL"] if sweep_interval is None else sweep_interval
@@ -146,10 +150,15 @@ class AnalysisWorkerRunner:
     # -- the stale sweep ---------------------------------------------------------------------------------------
 
     def _sweep_if_due(self) -> None:
-        now = self.clock.now()
-        if self._next_sweep_at is None or now >= self._next_sweep_at:
-            self._next_sweep_at = now + dt.timedelta(seconds=self.sweep_interval)
-            self.sweep(now)
+        if not self._sweep_lock.acquire(blocking=False):
+            return  # the other thread is sweeping
+        try:
+            now = self.clock.now()
+            if self._next_sweep_at is None or now >= self._next_sweep_at:
+                self._next_sweep_at = now + dt.timedelta(seconds=self.sweep_interval)
+                self.sweep(now)
+        finally:
+            self._sweep_lock.release()
 
     def sweep(self, now: dt.datetime | None = None) -> SweepReport:
         """Reclaim every job whose lease lapsed and settle it: heal, cancel, requeue or fail."""
@@ -157,6 +166,10 @@ class AnalysisWorkerRunner:
         now = now or self.clock.now()
         report = SweepReport()
         for expired in cp.expired_leases(now):
+            if expired.worker_id == self.worker_id and expired.job_id == self.worker.running_job_id():
+                # Our own job, running on this process's main thread: it is alive (its heartbeat called us), and
+                # reclaiming it under our own id would leave the main thread's guard matching.
+                continue
             lease = cp.reclaim(expired, self.worker_id, now)
             if lease is None:
                 report.missed += 1

@@ -60,11 +60,14 @@ class _Flags:
 class Heartbeat:
     """Renews a lease every ``interval`` seconds from its own thread and database connection."""
 
-    def __init__(self, control_plane: DatabaseControlPlane, lease: JobLease, interval: float, flags: _Flags):
+    def __init__(
+        self, control_plane: DatabaseControlPlane, lease: JobLease, interval: float, flags: _Flags, after_beat=None
+    ):
         self.control_plane = control_plane
         self.lease = lease
         self.interval = interval
         self.flags = flags
+        self.after_beat = after_beat
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{lease.job_id}", daemon=True)
 
@@ -83,6 +86,8 @@ class Heartbeat:
             while not self._stop.wait(self.interval) and not self.flags.lost.is_set():
                 try:
                     self.beat()
+                    if self.after_beat is not None:
+                        self.after_beat()
                 except Exception:
                     logger.exception("job id=%s event=heartbeat_error worker=%s", self.lease.job_id, self.lease.worker_id)
         finally:
@@ -117,10 +122,17 @@ class AnalysisWorker:
         self.heartbeat_seconds = heartbeat_seconds or config["HEARTBEAT_SECONDS"] or self.control_plane.lease_seconds / 3
         self.retry_base = retry_base if retry_base is not None else config["RETRY_BASE_SECONDS"]
         self.retry_cap = retry_cap if retry_cap is not None else config["RETRY_CAP_SECONDS"]
+        # Maintenance the runner wants done while a job runs (its stale sweep), called on the heartbeat thread.
+        self.between_beats = None
         self._current: tuple[JobLease, _Flags] | None = None
         self._current_lock = threading.Lock()
 
     # -- called from other threads -----------------------------------------------------------------------------
+
+    def running_job_id(self) -> int | None:
+        """Return the id of the job this worker is running now, if any."""
+        with self._current_lock:
+            return self._current[0].job_id if self._current else None
 
     def hand_back_now(self) -> bool:
         """Give the running job back to the queue from another thread and stop this worker writing to it.
@@ -146,7 +158,7 @@ class AnalysisWorker:
         flags = _Flags()
         with self._current_lock:
             self._current = (lease, flags)
-        heartbeat = Heartbeat(self.control_plane, lease, self.heartbeat_seconds, flags)
+        heartbeat = Heartbeat(self.control_plane, lease, self.heartbeat_seconds, flags, after_beat=self.between_beats)
         faults.checkpoint("after-claim")
         heartbeat.start()
         try:
