@@ -78,6 +78,7 @@ class AnalysisSnapshot(models.Model):
 class AnalysisJob(models.Model):
     source = models.CharField(max_length=1024, help_text="The directory or repository path analysed.")
     revision = models.CharField(max_length=255, blank=True, default="", help_text="The revision asked for, if any.")
+    commit = models.CharField(max_length=64, blank=True, default="", help_text="The commit the revision named when queued.")
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="analysis_jobs"
     )
@@ -144,3 +145,21 @@ class AnalysisJob(models.Model):
     @property
     def is_terminal(self):
         return self.status in TERMINAL_STATUSES
+
+
+class FileFacts(models.Model):
+    """What one extractor found in one file's content: the per-file cache that makes re-analysis incremental.
+
+    Keyed by content, not path, so an unchanged file (or a copy of it anywhere) is never parsed twice; rows are
+    written once and never changed.
+    """
+
+    sha256 = models.CharField(max_length=64)
+    extractor = models.CharField(max_length=64, help_text="Extractor name and version, e.g. python@1+py3.11.")
+    facts = models.TextField(help_text="The extractor's path-independent output, as JSON.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["sha256", "extractor"], name="file_facts_one_per_content")]
+
+    def __str__(self):
+        return f"{self.extractor} facts of {self.sha256[:12]}"

@@ -121,6 +121,18 @@ ANALYSIS_JOBS = {
     "SHUTDOWN_GRACE_SECONDS": env.float("ANALYSIS_SHUTDOWN_GRACE_SECONDS", default=10.0),
     # A test hook: abort the process at this checkpoint (see analysis_jobs.faults). Off unless set.
     "FAULT_CHECKPOINT": env.str("ANALYSIS_FAULT_CHECKPOINT", default=""),
+    # What the pipeline reads (see analysis_jobs.pipeline.config). Sizes are bytes.
+    # gitignore-style patterns skipped in every source; setting ANALYSIS_EXCLUDE replaces the defaults.
+    "EXCLUDE": env.list("ANALYSIS_EXCLUDE", default=[
+        ".git/", "node_modules/", "bower_components/", ".venv/", "venv/", "__pycache__/", "*.py[cod]", ".tox/",
+        ".nox/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", "build/", "dist/", "*.egg-info/", ".eggs/",
+        ".next/", ".nuxt/", "coverage/", "htmlcov/", ".terraform/", "target/",
+    ]),
+    "HONOUR_GITIGNORE": env.bool("ANALYSIS_HONOUR_GITIGNORE", default=True),
+    "MAX_FILE_BYTES": env.int("ANALYSIS_MAX_FILE_BYTES", default=2 * 1024 * 1024),  # larger files: listed, not read
+    "MAX_TOTAL_BYTES": env.int("ANALYSIS_MAX_TOTAL_BYTES", default=1024 * 1024 * 1024),  # whole source, else fail
+    "MAX_FILES": env.int("ANALYSIS_MAX_FILES", default=200_000),
+    "MAX_SECONDS": env.float("ANALYSIS_MAX_SECONDS", default=900.0),
 }
 
 LOGGING = {
