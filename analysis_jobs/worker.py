@@ -25,7 +25,7 @@ from .clock import Clock, SystemClock
 from .control_plane import DatabaseControlPlane, JobLease, is_database_unavailable
 from .decisions import Fail, decide_failure
 from .exceptions import HandBack, JobCancelled, LeaseLost
-from .models import AnalysisJob
+from .models import AnalysisJob, JobStatus
 from .pipeline import AnalysisState, Pipeline, canonical_json, content_hash, default_pipeline
 
 logger = logging.getLogger(__name__)
@@ -224,6 +224,10 @@ class AnalysisWorker:
             )
             if not cp.apply_failure(lease, decision):
                 return JobOutcome.LOST
+            # A requeue loses to an accepted cancellation and either loses to a seal: report what was written.
+            status = AnalysisJob.objects.using(cp.using).filter(pk=lease.job_id).values_list("status", flat=True).get()
+            if status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
+                return JobOutcome(status)
             if isinstance(decision, Fail):
                 return JobOutcome.FAILED
             return JobOutcome.REQUEUED
