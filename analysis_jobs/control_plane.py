@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from django.conf import settings
-from django.db import IntegrityError, InterfaceError, OperationalError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connections, transaction
 from django.db.models import F, Q
 
 from .clock import Clock, SystemClock
 from .decisions import Fail, Requeue
 from .exceptions import CancelRefused
 from .models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from .notifications import send_wakeup
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ class DatabaseControlPlane:
         self.clock = clock or SystemClock()
         self.lease_seconds = float(lease_seconds if lease_seconds is not None else queue_settings()["LEASE_SECONDS"])
         self.using = using
+        self.claims_lost = 0  # candidates another worker took between the read and the claim (see claim_next)
 
     # -- reads -------------------------------------------------------------------------------------------------
 
@@ -174,10 +176,58 @@ class DatabaseControlPlane:
                         created_at=now,
                         updated_at=now,
                     )
+                    send_wakeup(self.using, str(job.pk))  # delivered when the job commits
             except IntegrityError:
                 continue  # another enqueue won the race; return its job
             logger.info("job id=%s event=enqueued max_attempts=%s", job.pk, max_attempts)
             return job, True
+
+    def enqueue_many(
+        self, sources, *, revision: str = "", owner=None, max_attempts: int | None = None, chunk_size: int = 2000
+    ) -> list[tuple[AnalysisJob, bool]]:
+        """Queue an analysis of every source in ``sources``, in bulk; return ``(job, created)`` for each, in order.
+
+        Like ``enqueue`` for each source: one that already has a queued or running job (or appears twice) gets
+        that job with ``created`` False. Each chunk is one transaction and one insert; a chunk that collides with
+        a concurrent enqueue is rolled back and queued one source at a time instead.
+        """
+        max_attempts = max_attempts or queue_settings()["MAX_ATTEMPTS"]
+        sources = list(sources)
+        jobs: dict[str, AnalysisJob] = {}
+        created: set[str] = set()
+        unique = list(dict.fromkeys(sources))
+        for start in range(0, len(unique), chunk_size):
+            chunk = unique[start : start + chunk_size]
+            existing = self._jobs().filter(source__in=chunk, revision=revision, status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
+            jobs.update((job.source, job) for job in existing)
+            new = [source for source in chunk if source not in jobs]
+            if not new:
+                continue
+            now = self.clock.now()
+            rows = [
+                AnalysisJob(source=source, revision=revision, owner=owner, max_attempts=max_attempts, created_at=now, updated_at=now)
+                for source in new
+            ]
+            try:
+                with transaction.atomic(using=self.using):
+                    self._jobs().bulk_create(rows)
+                    send_wakeup(self.using, str(rows[0].pk))
+            except IntegrityError:
+                for source in new:  # a concurrent enqueue took some of these: settle each one the careful way
+                    job, was_created = self.enqueue(source, revision=revision, owner=owner, max_attempts=max_attempts)
+                    jobs[source] = job
+                    if was_created:
+                        created.add(source)
+                continue
+            for job in rows:
+                jobs[job.source] = job
+                created.add(job.source)
+                logger.info("job id=%s event=enqueued max_attempts=%s", job.pk, max_attempts)
+        results, seen = [], set()
+        for source in sources:
+            results.append((jobs[source], source in created and source not in seen))
+            seen.add(source)
+        return results
 
     # -- claim and lease ---------------------------------------------------------------------------------------
 
@@ -218,17 +268,62 @@ class DatabaseControlPlane:
     def claim_next(self, worker_id: str, now: dt.datetime | None = None, *, tries: int = 3) -> JobLease | None:
         """Claim the oldest eligible job for ``worker_id``; None when the queue has nothing eligible.
 
-        A candidate lost to another worker is followed by a fresh read, ``tries`` times at most.
+        PostgreSQL reads the candidate with ``FOR UPDATE SKIP LOCKED`` and claims it in the same statement, so
+        concurrent workers take different jobs instead of racing for the oldest; the claim's guard
+        (``status='queued'``, the attempt the read saw) is still what decides. SQLite has one writer: a plain
+        read finds whether anything is eligible, then the read and the claim share one write transaction. A
+        candidate lost anyway is followed by a fresh read, ``tries`` times at most, and counted in
+        ``claims_lost``.
         """
         now = self._now(now)
         for _ in range(tries):
-            row = self._eligible(now).order_by("created_at", "id").values_list("id", "attempt").first()
+            if connections[self.using].vendor == "postgresql":
+                row, lease = self._claim_next_skip_locked(worker_id, now)
+            else:
+                row, lease = self._claim_next_serialised(worker_id, now)
             if row is None:
                 return None
-            lease = self.claim(row[0], worker_id, now, seen_attempt=row[1])
             if lease is not None:
                 return lease
+            self.claims_lost += 1
+            logger.info("job id=%s event=claim_lost worker=%s", row[0], worker_id)
         return None
+
+    def _candidates(self, now):
+        return self._eligible(now).order_by("created_at", "id").values_list("id", "attempt")
+
+    def _claim_next_serialised(self, worker_id, now):
+        if self._candidates(now).first() is None:
+            return None, None  # idle: one read, and no write lock taken
+        with transaction.atomic(using=self.using):
+            row = self._candidates(now).first()
+            return row, row and self.claim(row[0], worker_id, now, seen_attempt=row[1])
+
+    def _claim_next_skip_locked(self, worker_id, now):
+        """Run the candidate read and the guarded claim as one statement; return ``(candidate, lease)``."""
+        connection = connections[self.using]
+        candidate_sql, candidate_params = self._candidates(now)[:1].query.get_compiler(self.using).as_sql()
+        table = connection.ops.quote_name(AnalysisJob._meta.db_table)
+        expires = now + dt.timedelta(seconds=self.lease_seconds)
+        sql = (
+            f"WITH candidate AS ({candidate_sql} FOR UPDATE SKIP LOCKED), "
+            f"claimed AS (UPDATE {table} AS job SET status = %s, worker_id = %s, lease_expires_at = %s, "
+            "attempt = job.attempt + 1, next_attempt_at = NULL, started_at = %s, updated_at = %s, stage = '', "
+            "progress = 0 FROM candidate WHERE job.id = candidate.id AND job.status = %s "
+            "AND job.attempt = candidate.attempt RETURNING job.id, job.attempt) "
+            "SELECT candidate.id, candidate.attempt, claimed.attempt FROM candidate LEFT JOIN claimed ON true"
+        )
+        params = (*candidate_params, JobStatus.RUNNING, worker_id, expires, now, now, JobStatus.QUEUED)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            found = cursor.fetchone()
+        if found is None:
+            return None, None
+        job_id, seen_attempt, attempt = found
+        if attempt is None:
+            return (job_id, seen_attempt), None
+        logger.info("job id=%s attempt=%s stage=%s state=claimed worker=%s", job_id, attempt, "", worker_id)
+        return (job_id, seen_attempt), JobLease(job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires)
 
     def _owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False, require_unsealed: bool = False):
         guard = self._jobs().filter(
@@ -457,6 +552,7 @@ class DatabaseControlPlane:
             if not done:
                 return self.complete(lease) or self.finish_cancelled(lease)
             self._fail_building_snapshot(lease.job_id, HANDED_BACK_CODE)
+            send_wakeup(self.using, str(lease.job_id))  # an idle worker takes it at once
         logger.info("job id=%s attempt=%s stage=%s state=handed_back worker=%s", lease.job_id, lease.attempt, "", lease.worker_id)
         return True
 

@@ -28,6 +28,7 @@ from .clock import Clock, SystemClock
 from .control_plane import DatabaseControlPlane, JobLease, is_database_unavailable
 from .decisions import Requeue, decide_stale
 from .models import AnalysisJob, SnapshotState
+from .notifications import ListenWaiter, PollWaiter, waiter_for
 from .worker import AnalysisWorker, JobOutcome
 
 logger = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class AnalysisWorkerRunner:
         grace: float | None = None,
         burst: bool = False,
         max_jobs: int | None = None,
+        waiter: PollWaiter | ListenWaiter | None = None,
     ):
         config = settings.ANALYSIS_JOBS
         self.clock = clock or SystemClock()
@@ -104,6 +106,8 @@ class AnalysisWorkerRunner:
         self._stopping = threading.Event()
         self._next_sweep_at: dt.datetime | None = None
         self._grace_timer: threading.Timer | None = None
+        # How an idle loop waits: for a wake-up on PostgreSQL (the poll interval is the fallback), else a sleep.
+        self.waiter = waiter or waiter_for(self.control_plane.using, self.clock)
 
     # -- the loop ----------------------------------------------------------------------------------------------
 
@@ -123,10 +127,11 @@ class AnalysisWorkerRunner:
                 if not ran:
                     if self.burst:
                         break
-                    self.clock.wait(self._stopping, self.poll_interval)
+                    self.waiter.wait(self._stopping, self.poll_interval)
         finally:
             if self._grace_timer is not None:
                 self._grace_timer.cancel()
+            self.waiter.close()
             logger.info("worker id=%s event=stopped jobs=%s", self.worker_id, self.report.jobs)
         return self.report
 
@@ -221,6 +226,7 @@ class AnalysisWorkerRunner:
             raise WorkerExit()
         logger.info("worker id=%s event=stopping grace=%s", self.worker_id, self.grace)
         self._stopping.set()
+        self.waiter.wake()
         self._grace_timer = threading.Timer(self.grace, self._grace_expired)
         self._grace_timer.daemon = True
         self._grace_timer.start()

@@ -19,6 +19,7 @@ import threading
 
 from django.conf import settings
 from django.db import connections
+from django.utils.module_loading import import_string
 
 from . import faults
 from .clock import Clock, SystemClock
@@ -102,6 +103,12 @@ class Heartbeat:
             self._thread.join()
 
 
+def configured_pipeline() -> Pipeline:
+    """Return the pipeline the ``PIPELINE`` setting names (a dotted path to a factory), else the default one."""
+    path = settings.ANALYSIS_JOBS.get("PIPELINE")
+    return import_string(path)() if path else default_pipeline()
+
+
 class AnalysisWorker:
     """Runs jobs that a runner claimed, one at a time."""
 
@@ -118,7 +125,7 @@ class AnalysisWorker:
         config = settings.ANALYSIS_JOBS
         self.clock = clock or (control_plane.clock if control_plane else SystemClock())
         self.control_plane = control_plane or DatabaseControlPlane(clock=self.clock)
-        self.pipeline = pipeline or default_pipeline()
+        self.pipeline = pipeline or configured_pipeline()
         self.heartbeat_seconds = heartbeat_seconds or config["HEARTBEAT_SECONDS"] or self.control_plane.lease_seconds / 3
         self.retry_base = retry_base if retry_base is not None else config["RETRY_BASE_SECONDS"]
         self.retry_cap = retry_cap if retry_cap is not None else config["RETRY_CAP_SECONDS"]

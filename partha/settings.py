@@ -119,6 +119,10 @@ ANALYSIS_JOBS = {
     "RETRY_BASE_SECONDS": env.float("ANALYSIS_RETRY_BASE_SECONDS", default=2.0),
     "RETRY_CAP_SECONDS": env.float("ANALYSIS_RETRY_CAP_SECONDS", default=60.0),
     "SHUTDOWN_GRACE_SECONDS": env.float("ANALYSIS_SHUTDOWN_GRACE_SECONDS", default=10.0),
+    # PostgreSQL: enqueues NOTIFY and idle workers LISTEN, so the poll interval is only the fallback.
+    "NOTIFY": env.bool("ANALYSIS_NOTIFY", default=True),
+    # Dotted path of a callable returning the pipeline workers run ('' for the default pipeline).
+    "PIPELINE": env.str("ANALYSIS_PIPELINE", default=""),
     # A test hook: abort the process at this checkpoint (see analysis_jobs.faults). Off unless set.
     "FAULT_CHECKPOINT": env.str("ANALYSIS_FAULT_CHECKPOINT", default=""),
     # What the pipeline reads (see analysis_jobs.pipeline.config). Sizes are bytes.

@@ -725,3 +725,28 @@ def test_threads_enqueueing_one_source_at_once_make_one_job(transactional_db, fa
     assert len({job.pk for job, _ in results}) == 1
     assert sorted(created for _, created in results) == [False] * (threads_count - 1) + [True]
     assert AnalysisJob.objects.count() == 1
+
+
+@pytest.mark.sqlite_only
+def test_a_renewal_blocked_by_a_held_sqlite_lock_is_deferred_and_changes_nothing(transactional_db, control_plane, make_job):
+    import sqlite3
+
+    make_job()
+    lease = control_plane.claim_next("w1")
+    before = row(lease.job_id)
+    options = connection.settings_dict["OPTIONS"]
+    saved_timeout = options["timeout"]
+    blocker = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    options["timeout"] = 0.05  # give up at once instead of waiting out the busy timeout
+    connection.close()
+    try:
+        renewal = control_plane.renew(lease, stage="inventory")
+    finally:
+        blocker.rollback()
+        blocker.close()
+        options["timeout"] = saved_timeout
+        connection.close()  # the next query reconnects with the normal busy timeout
+    assert renewal.deferred and not renewal.lost and not renewal.cancel_requested
+    assert row(lease.job_id) == before
+    assert control_plane.renew(lease).renewed  # ownership was never in doubt

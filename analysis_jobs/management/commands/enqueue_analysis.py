@@ -1,6 +1,7 @@
 import argparse
 import json
 import os
+import sys
 import time
 
 from django.contrib.auth import get_user_model
@@ -15,10 +16,14 @@ from analysis_jobs.presenters import job_as_dict, job_line
 
 
 class Command(BaseCommand):
-    help = "Queue an analysis of a directory (or repository) and print the job id."
+    help = "Queue an analysis of each directory (or repository) given and print the job ids, one a line."
+    stealth_options = ("stdin",)
 
     def add_arguments(self, parser):
-        parser.add_argument("paths", nargs="+", metavar="PATH", help="Directory or repository to analyse.")
+        parser.add_argument("paths", nargs="*", metavar="PATH", help="Directory or repository to analyse.")
+        parser.add_argument(
+            "--from-file", metavar="FILE", help="Also queue every path in FILE, one a line ('-' reads standard input)."
+        )
         parser.add_argument("--revision", default="", help="Revision (branch, tag or commit) to analyse.")
         parser.add_argument("--owner", help="Username of the user who owns the job.")
         parser.add_argument("--max-attempts", type=positive_int, help="Attempts before the job fails (default: the setting).")
@@ -26,16 +31,23 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print one JSON object per job instead of its id.")
         parser.add_argument("--wait-interval", type=float, default=0.5, help=argparse.SUPPRESS)
 
-    def handle(self, *args, paths, revision, owner, max_attempts, wait, as_json, wait_interval, **options):
+    def handle(self, *args, paths, from_file, revision, owner, max_attempts, wait, as_json, wait_interval, **options):
+        if from_file is not None:
+            paths = [*paths, *self._read_paths(from_file, options.get("stdin") or sys.stdin)]
+        if not paths:
+            raise CommandError("Give at least one PATH (or --from-file FILE).")
         if wait and len(paths) > 1:
             raise CommandError("--wait follows one job: give one PATH.")
         ensure_database_ready()
         owner_user = self._owner(owner)
         sources = [self._source(path) for path in paths]
         control_plane = DatabaseControlPlane()
+        if len(sources) == 1:
+            queued = [control_plane.enqueue(sources[0], revision=revision.strip(), owner=owner_user, max_attempts=max_attempts)]
+        else:
+            queued = control_plane.enqueue_many(sources, revision=revision.strip(), owner=owner_user, max_attempts=max_attempts)
         jobs = []
-        for source in sources:
-            job, created = control_plane.enqueue(source, revision=revision.strip(), owner=owner_user, max_attempts=max_attempts)
+        for source, (job, created) in zip(sources, queued):
             jobs.append(job)
             if not created and not as_json:
                 self.stderr.write(f"{source} already has an active job ({job.pk}, {job.status}); not queued again.")
@@ -45,6 +57,18 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(job_as_dict(job), sort_keys=True) if as_json else str(job.pk))
         if wait and jobs[0].status != JobStatus.COMPLETED:
             raise CommandError(f"Job {jobs[0].pk} ended {jobs[0].status}: {jobs[0].error_code} {jobs[0].error_message}".rstrip())
+
+    def _read_paths(self, name, stdin):
+        """Return the non-blank lines of file ``name`` (or of ``stdin`` for '-'), without their line ends."""
+        try:
+            if name == "-":
+                lines = stdin.read().splitlines()
+            else:
+                with open(name, encoding="utf-8") as handle:
+                    lines = handle.read().splitlines()
+        except OSError as exc:
+            raise CommandError(f"{name}: cannot read the list of paths ({exc.strerror}); nothing was queued.") from None
+        return [line for line in lines if line.strip()]
 
     def _owner(self, username):
         if username is None:
