@@ -12,6 +12,7 @@ import threading
 
 import pytest
 from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 
 from analysis_jobs.clock import FakeClock
 from analysis_jobs.control_plane import (
@@ -689,7 +690,10 @@ def test_two_enqueues_racing_past_the_duplicate_check_make_one_job(db, fake_cloc
     # The rival enqueues between this enqueue's duplicate check and its insert.
     clock = RacingClock(fake_clock.now(), lambda: rival_result.append(rival.enqueue(str(source_dir), revision="main")))
     cp = DatabaseControlPlane(clock=clock, lease_seconds=LEASE)
-    job, created = cp.enqueue(str(source_dir), revision="main")
+    with CaptureQueriesContext(connection) as captured:
+        job, created = cp.enqueue(str(source_dir), revision="main")
+    inserts = [q for q in captured.captured_queries if q["sql"].startswith('INSERT INTO "analysis_jobs_analysisjob"')]
+    assert len(inserts) == 2  # the race was real: both inserted, and the unique constraint refused the second
     [(rival_job, rival_created)] = rival_result
     assert rival_created and not created
     assert job.pk == rival_job.pk
