@@ -174,19 +174,28 @@ def make_source(root: Path, files: int = 3, size: int = 0) -> Path:
     return root
 
 
-def linked_sources(tmp_path: Path, count: int, files: int = 3, size: int = 0) -> list[str]:
-    """Return ``count`` distinct source paths (symlinks) that all point at one directory of ``files`` files.
+def distinct_sources(tmp_path: Path, count: int, files: int = 3, size: int = 0) -> list[str]:
+    """Return ``count`` source directories, each with its own small file and ``files`` shared files of ``size`` bytes.
 
-    The queue allows one active job per source, so every job needs its own path; the links keep the set-up cheap.
+    The queue allows one active job per source, and a source whose identity already has a sealed snapshot
+    would reuse it, so every job gets its own directory; the shared files are hard links, so the set-up stays
+    cheap however much each job has to read.
     """
-    target = make_source(tmp_path / "shared-source", files, size)
-    links = tmp_path / "sources"
-    links.mkdir(exist_ok=True)
+    shared = tmp_path / "shared"
+    shared.mkdir(exist_ok=True)
+    blobs = []
+    for index in range(files):
+        blob = shared / f"blob{index:03d}.dat"
+        blob.write_bytes(f"{index}\n".encode().ljust(max(size, 2), b"x"))
+        blobs.append(blob)
     paths = []
     for index in range(count):
-        link = links / f"s{index:04d}"
-        link.symlink_to(target, target_is_directory=True)
-        paths.append(str(link))
+        root = tmp_path / "sources" / f"s{index:04d}"
+        root.mkdir(parents=True)
+        (root / "own.py").write_text(f"SOURCE = {index}\n")
+        for blob in blobs:
+            os.link(blob, root / blob.name)
+        paths.append(str(root))
     return paths
 
 

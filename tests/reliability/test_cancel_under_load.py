@@ -15,7 +15,7 @@ from analysis_jobs.control_plane import CancelOutcome, DatabaseControlPlane
 from analysis_jobs.exceptions import CancelRefused
 from analysis_jobs.models import TERMINAL_STATUSES, AnalysisJob, JobStatus, SnapshotState
 
-from .harness import assert_clean_audit, linked_sources, queue_audit, wait_until
+from .harness import assert_clean_audit, distinct_sources, queue_audit, wait_until
 
 JOBS = 120
 
@@ -24,7 +24,7 @@ JOBS = 120
 def test_random_cancellations_are_each_honoured(workers, tmp_path):
     rng = random.Random(os.environ.get("PARTHA_SOAK_SEED", "cancel"))
     control_plane = DatabaseControlPlane()
-    ids = [control_plane.enqueue(s, max_attempts=3)[0].pk for s in linked_sources(tmp_path, JOBS, files=10, size=1 << 20)]
+    ids = [control_plane.enqueue(s, max_attempts=3)[0].pk for s in distinct_sources(tmp_path, JOBS, files=10, size=1 << 20)]
     env = {"ANALYSIS_SWEEP_INTERVAL": "0.5", "ANALYSIS_HEARTBEAT_SECONDS": "0.05"}
     pool = [workers.start("--poll-interval", "0.05", "--lease-seconds", "5", env=env) for _ in range(3)]
 

@@ -18,7 +18,7 @@ import pytest
 from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.models import AnalysisJob, JobStatus
 
-from .harness import ROOT, assert_clean_audit, engine, linked_sources, queue_audit, seals_per_job, wait_until
+from .harness import ROOT, assert_clean_audit, engine, distinct_sources, queue_audit, seals_per_job, wait_until
 
 JOBS = int(os.environ.get("PARTHA_SOAK_JOBS", "180"))
 WORKERS = 4
@@ -71,7 +71,7 @@ def test_kill_soak(workers, tmp_path):
     rng = random.Random(os.environ.get("PARTHA_SOAK_SEED", "soak"))
     control_plane = DatabaseControlPlane()
     # Enough bytes to hash that a job spends most of its time in its stages, where a kill lands mid-analysis.
-    for source in linked_sources(tmp_path, JOBS, files=40, size=3 << 20):
+    for source in distinct_sources(tmp_path, JOBS, files=8, size=3 << 19):
         control_plane.enqueue(source, max_attempts=20)
     env = {"ANALYSIS_SWEEP_INTERVAL": str(SWEEP), "ANALYSIS_RETRY_BASE_SECONDS": "0"}
     args = ("--lease-seconds", str(LEASE), "--poll-interval", "0.1", "--grace", "1")
@@ -135,7 +135,8 @@ def test_kill_soak(workers, tmp_path):
     assert_clean_audit(audit)
     assert statuses[JobStatus.COMPLETED] == JOBS, figures
     assert figures["duplicate_seals"] == 0, figures
-    assert all(seals[pk] == 1 for pk in AnalysisJob.objects.values_list("id", flat=True)), seals
+    # A worker killed between its seal's commit and its log line leaves no line, so the log can only show excess.
+    assert [pk for pk, count in seals.items() if count > 1] == [], seals
     assert kills_mid_job >= 1, figures  # the soak proved nothing if no kill ever hit a running job
     assert reclaims >= len(rescued), figures
     assert max(reclaim_times) <= LEASE + SWEEP + SLACK, figures
