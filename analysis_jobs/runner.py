@@ -131,6 +131,9 @@ class AnalysisWorkerRunner:
         finally:
             if self._grace_timer is not None:
                 self._grace_timer.cancel()
+                # A hand-back already under way stops the job first and writes after: let it write before the
+                # process may exit, or the job would sit running until its lease lapses.
+                self._grace_timer.join()
             self.waiter.close()
             logger.info("worker id=%s event=stopped jobs=%s", self.worker_id, self.report.jobs)
         return self.report
