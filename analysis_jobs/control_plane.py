@@ -154,13 +154,22 @@ class DatabaseControlPlane:
 
     # -- enqueue -----------------------------------------------------------------------------------------------
 
-    def enqueue(self, source: str, *, revision: str = "", owner=None, max_attempts: int | None = None):
+    def enqueue(
+        self, source: str, *, revision: str = "", owner=None, max_attempts: int | None = None, commit: str = "",
+        reuse_identity: str = "",
+    ):
         """Queue an analysis of ``source`` and return ``(job, created)``.
 
         A source and revision that already have a queued or running job return that job with ``created`` False;
-        the partial unique constraint makes this hold when two enqueues race.
+        the partial unique constraint makes this hold when two enqueues race. ``commit`` records what the
+        revision resolved to. If ``reuse_identity`` already has a sealed snapshot, the new job is created
+        completed and pointing at it, and no worker ever runs it.
         """
         max_attempts = max_attempts or queue_settings()["MAX_ATTEMPTS"]
+        if reuse_identity:
+            reused = self._reusable_snapshot(source, revision, commit, reuse_identity, owner, max_attempts)
+            if reused is not None:
+                return reused, True
         while True:
             existing = self._jobs().filter(source=source, revision=revision, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).first()
             if existing is not None:
@@ -171,6 +180,7 @@ class DatabaseControlPlane:
                     job = self._jobs().create(
                         source=source,
                         revision=revision,
+                        commit=commit,
                         owner=owner,
                         max_attempts=max_attempts,
                         created_at=now,
@@ -458,6 +468,60 @@ class DatabaseControlPlane:
         if done:
             logger.info("job id=%s attempt=%s stage=done state=completed worker=%s", lease.job_id, lease.attempt, lease.worker_id)
         return done == 1
+
+    def complete_with_snapshot(self, lease: JobLease, snapshot_id: int) -> bool:
+        """Complete the job by pointing it at an existing sealed snapshot with the same identity; False if not.
+
+        False (nothing written) if the lease is gone, cancellation was accepted, or ``snapshot_id`` is not
+        sealed. The attempt's own building snapshot is deleted: it never held facts.
+        """
+        now = self.clock.now()
+        snapshots = AnalysisSnapshot.objects.using(self.using)
+        with transaction.atomic(using=self.using):
+            if not snapshots.filter(pk=snapshot_id, state=SnapshotState.SEALED).exists():
+                return False
+            building = self._owned(lease).values_list("snapshot_id", flat=True).first()
+            if not self.update_owned(
+                lease,
+                require_cancel_not_requested=True,
+                snapshot_id=snapshot_id,
+                status=JobStatus.COMPLETED,
+                stage="done",
+                progress=100,
+                lease_expires_at=None,
+                completed_at=now,
+                updated_at=now,
+                error_code="",
+                error_message="",
+            ):
+                return False
+            if building is not None and building != snapshot_id:
+                snapshots.filter(pk=building, state=SnapshotState.BUILDING).delete()
+        logger.info(
+            "job id=%s attempt=%s stage=done state=completed worker=%s reused=%s",
+            lease.job_id, lease.attempt, lease.worker_id, snapshot_id,
+        )
+        return True
+
+    def _reusable_snapshot(self, source, revision, commit, identity, owner, max_attempts):
+        """Create a completed job on the sealed snapshot with ``identity`` and return it; None if there is none."""
+        snapshot_id = (
+            AnalysisSnapshot.objects.using(self.using)
+            .filter(identity=identity, state=SnapshotState.SEALED)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if snapshot_id is None:
+            return None
+        now = self.clock.now()
+        job = self._jobs().create(
+            source=source, revision=revision, commit=commit, owner=owner, max_attempts=max_attempts,
+            status=JobStatus.COMPLETED, stage="done", progress=100, snapshot_id=snapshot_id,
+            created_at=now, updated_at=now, completed_at=now,
+        )
+        logger.info("job id=%s event=enqueued state=completed reused=%s", job.pk, snapshot_id)
+        return job
 
     def finish_cancelled(self, lease: JobLease) -> bool:
         """Mark the job cancelled and fail its building snapshot; False if the lease is gone or it was sealed."""

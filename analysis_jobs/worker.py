@@ -27,7 +27,7 @@ from .control_plane import DatabaseControlPlane, JobLease, is_database_unavailab
 from .decisions import Fail, decide_failure
 from .exceptions import HandBack, JobCancelled, LeaseLost
 from .models import AnalysisJob, JobStatus
-from .pipeline import AnalysisState, Pipeline, canonical_json, content_hash, default_pipeline
+from .pipeline import AnalysisState, Pipeline, SnapshotReused, canonical_json, content_hash, default_pipeline
 
 logger = logging.getLogger(__name__)
 
@@ -189,8 +189,10 @@ class AnalysisWorker:
             snapshot_id = cp.begin_snapshot(lease)
             if snapshot_id is None:
                 raise LeaseLost()
-            source, revision = AnalysisJob.objects.using(cp.using).filter(pk=lease.job_id).values_list("source", "revision").get()
-            state = AnalysisState(source=source, revision=revision)
+            source, revision, commit = (
+                AnalysisJob.objects.using(cp.using).filter(pk=lease.job_id).values_list("source", "revision", "commit").get()
+            )
+            state = AnalysisState(source=source, revision=revision, commit=commit)
             stages = list(self.pipeline.stages)
             for index, stage in enumerate(stages):
                 self._boundary(lease, flags, stage.name, progress=90 * index // max(1, len(stages)))
@@ -206,6 +208,14 @@ class AnalysisWorker:
                 logger.warning("job id=%s attempt=%s state=lease_lost_after_seal worker=%s", lease.job_id, lease.attempt, lease.worker_id)
                 return JobOutcome.LOST  # sealed: the sweep heals the job to completed
             return JobOutcome.COMPLETED
+        except SnapshotReused as reused:
+            # The same analysis was sealed before: point the job at it instead of sealing a copy.
+            if cp.complete_with_snapshot(lease, reused.snapshot_id):
+                return JobOutcome.COMPLETED
+            renewal = cp.renew(lease)
+            if renewal.renewed and renewal.cancel_requested:
+                return JobOutcome.CANCELLED if cp.finish_cancelled(lease) else JobOutcome.LOST
+            return JobOutcome.LOST
         except JobCancelled:
             return JobOutcome.CANCELLED if cp.finish_cancelled(lease) else JobOutcome.LOST
         except LeaseLost:

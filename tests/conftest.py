@@ -2,6 +2,7 @@
 
 import datetime as dt
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -50,15 +51,34 @@ def source_dir(tmp_path):
     return root
 
 
+def commit_all(root) -> str:
+    """Make ``root`` a git repository with everything in it committed; return the commit id."""
+    git = ["git", "-C", str(root), "-c", "user.name=test", "-c", "user.email=test@example.com"]
+    if not (Path(root) / ".git").exists():
+        subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "fixture"], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+
 @pytest.fixture
 def make_job(fake_clock, source_dir):
-    """Create a job row directly, with any field overridden; queued and eligible by default."""
+    """Create a job row directly, with any field overridden; queued and eligible by default.
+
+    Its default revision is a label (``r1``, ``r2``...) that keeps jobs of one source apart; the commit it
+    stands for is the one ``source_dir`` is committed at (made a git repository on first use).
+    """
     counter = iter(range(1, 1_000_000))
+    commit = []
 
     def make(**overrides):
         now = fake_clock.now()
         fields = dict(source=str(source_dir), revision=f"r{next(counter)}", created_at=now, updated_at=now, max_attempts=3)
         fields.update(overrides)
+        if fields["revision"] and "commit" not in overrides and fields["source"] == str(source_dir):
+            if not commit:
+                commit.append(commit_all(source_dir))
+            fields["commit"] = commit[0]
         return AnalysisJob.objects.create(**fields)
 
     return make

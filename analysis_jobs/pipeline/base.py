@@ -14,6 +14,15 @@ class AnalysisState:
     source: str
     revision: str = ""
     values: dict[str, Any] = field(default_factory=dict)
+    commit: str = ""  # the commit the revision named when the job was queued ('' for a directory)
+
+
+class SnapshotReused(Exception):
+    """A sealed snapshot with this analysis's identity exists: the job completes by pointing at it."""
+
+    def __init__(self, snapshot_id: int):
+        super().__init__(snapshot_id)
+        self.snapshot_id = snapshot_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,12 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from analysis_jobs.control_plane import DatabaseControlPlane
+from analysis_jobs.exceptions import AnalysisError
 from analysis_jobs.management.arguments import positive_int
 from analysis_jobs.management.database import ensure_database_ready
 from analysis_jobs.models import AnalysisJob, JobStatus
+from analysis_jobs.pipeline.repository import identity_for_revision
+from analysis_jobs.pipeline.sources import resolve_revision
 from analysis_jobs.presenters import job_as_dict, job_line
 
 
@@ -41,8 +44,18 @@ class Command(BaseCommand):
         ensure_database_ready()
         owner_user = self._owner(owner)
         sources = [self._source(path) for path in paths]
+        revision = revision.strip()
+        commits = {source: self._commit(source, revision) for source in sources} if revision else {}
         control_plane = DatabaseControlPlane()
-        if len(sources) == 1:
+        if revision:
+            queued = [
+                control_plane.enqueue(
+                    source, revision=revision, owner=owner_user, max_attempts=max_attempts, commit=commits[source],
+                    reuse_identity=identity_for_revision(source, commits[source]),
+                )
+                for source in sources
+            ]
+        elif len(sources) == 1:
             queued = [control_plane.enqueue(sources[0], revision=revision.strip(), owner=owner_user, max_attempts=max_attempts)]
         else:
             queued = control_plane.enqueue_many(sources, revision=revision.strip(), owner=owner_user, max_attempts=max_attempts)
@@ -69,6 +82,13 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"{name}: cannot read the list of paths ({exc.strerror}); nothing was queued.") from None
         return [line for line in lines if line.strip()]
+
+    def _commit(self, source, revision):
+        """Return the commit ``revision`` names in ``source``, or stop with the reason before anything is queued."""
+        try:
+            return resolve_revision(source, revision)
+        except AnalysisError as error:
+            raise CommandError(f"{error.message} Nothing was queued.") from None
 
     def _owner(self, username):
         if username is None:

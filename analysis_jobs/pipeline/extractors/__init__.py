@@ -1,0 +1,104 @@
+"""
+The extractors, and which one reads which file (by its name alone, so the choice is the same in every source).
+
+An extractor maps a file's bytes to JSON-ready, path-independent facts; the pipeline caches that output by
+(content sha256, extractor key) and links it into the graph. An extractor that raises on a file gives a
+diagnostic instead: the analysis goes on.
+"""
+
+import json
+import posixpath
+import re
+
+from .base import Extractor
+from .iac import COMPOSE, DOCKERFILE, TERRAFORM
+from .javascript import JAVASCRIPT, TSX, TYPESCRIPT
+from .manifests import (
+    PACKAGE_JSON, PACKAGE_LOCK, PIPFILE, PIPFILE_LOCK, PNPM_LOCK, POETRY_LOCK, PYPROJECT, REQUIREMENTS, SETUP_CFG,
+    UV_LOCK, YARN_LOCK,
+)
+from .python import PYTHON
+
+ALL = (
+    PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, REQUIREMENTS, PYPROJECT, SETUP_CFG, PIPFILE, PIPFILE_LOCK, POETRY_LOCK,
+    UV_LOCK, PACKAGE_JSON, PACKAGE_LOCK, YARN_LOCK, PNPM_LOCK, DOCKERFILE, COMPOSE, TERRAFORM,
+)
+
+BY_NAME = {
+    "pyproject.toml": PYPROJECT,
+    "setup.cfg": SETUP_CFG,
+    "Pipfile": PIPFILE,
+    "Pipfile.lock": PIPFILE_LOCK,
+    "poetry.lock": POETRY_LOCK,
+    "uv.lock": UV_LOCK,
+    "package.json": PACKAGE_JSON,
+    "package-lock.json": PACKAGE_LOCK,
+    "npm-shrinkwrap.json": PACKAGE_LOCK,
+    "yarn.lock": YARN_LOCK,
+    "pnpm-lock.yaml": PNPM_LOCK,
+    "Dockerfile": DOCKERFILE,
+    "Containerfile": DOCKERFILE,
+}
+BY_SUFFIX = {
+    ".py": PYTHON,
+    ".pyi": PYTHON,
+    ".js": JAVASCRIPT,
+    ".mjs": JAVASCRIPT,
+    ".cjs": JAVASCRIPT,
+    ".jsx": JAVASCRIPT,
+    ".ts": TYPESCRIPT,
+    ".mts": TYPESCRIPT,
+    ".cts": TYPESCRIPT,
+    ".tsx": TSX,
+    ".tf": TERRAFORM,
+    ".dockerfile": DOCKERFILE,
+}
+_COMPOSE = re.compile(r"^(docker-)?compose([.-][\w.-]+)?\.ya?ml$")
+_REQUIREMENTS = re.compile(r"^requirements.*\.(txt|in)$")
+_MINIFIED = (".min.js", ".min.mjs", "-min.js", ".bundle.js")
+
+
+def extractor_for(path: str) -> Extractor | None:
+    """Return the extractor that reads the file at ``path`` (relative, ``/``-separated), or None."""
+    directory, name = posixpath.split(path)
+    if name in BY_NAME:
+        return BY_NAME[name]
+    if name.startswith(("Dockerfile.", "Containerfile.")):
+        return DOCKERFILE
+    if _REQUIREMENTS.match(name) or (posixpath.basename(directory) == "requirements" and name.endswith((".txt", ".in"))):
+        return REQUIREMENTS
+    if _COMPOSE.match(name):
+        return COMPOSE
+    if name.endswith(_MINIFIED):
+        return None  # generated: listed in the inventory, not parsed
+    return BY_SUFFIX.get(posixpath.splitext(name)[1])
+
+
+def run_extractor(extractor: Extractor, data: bytes) -> dict:
+    """Run ``extractor`` on ``data``; a failure becomes ``{"error": [message, line]}``, never an exception."""
+    try:
+        return extractor.extract(data)
+    except RecursionError:
+        return {"error": ["too deeply nested to parse", 1]}
+    except Exception as error:  # a malformed manifest is a fact about the file, not a failed job
+        return {"error": [_message(error), _line(error)]}
+
+
+def _message(error: Exception) -> str:
+    text = f"{error.__class__.__name__}: {getattr(error, 'msg', None) or getattr(error, 'problem', None) or error}"
+    return text.splitlines()[0][:200]
+
+
+def _line(error: Exception) -> int:
+    if isinstance(error, json.JSONDecodeError):
+        return error.lineno
+    mark = getattr(error, "problem_mark", None)
+    if mark is not None:
+        return mark.line + 1
+    found = re.search(r"line (\d+)", str(error))
+    return int(found.group(1)) if found else 1
+
+
+def extractor_versions() -> dict[str, str]:
+    """Return every extractor's name and version (part of a snapshot's identity and document)."""
+    return {extractor.name: extractor.version for extractor in ALL}

@@ -1,0 +1,56 @@
+"""What every extractor is: a name, a version, and a function from a file's bytes to JSON-ready facts."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True, slots=True)
+class Extractor:
+    name: str
+    version: str
+    extract: Callable[[bytes], dict]
+
+    @property
+    def key(self) -> str:
+        """The cache key part that changes whenever this extractor's output could."""
+        return f"{self.name}@{self.version}"
+
+
+def http_target(url: str | None) -> list[str] | None:
+    """Return ``[host, url]`` for a literal http(s) URL (query and fragment dropped), or None."""
+    if not url or "://" not in url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not host or "{" in host or "$" in host:
+        return None
+    netloc = f"{host}:{port}" if port else host
+    return [netloc, f"{parts.scheme.lower()}://{netloc}{parts.path}"]
+
+
+def decode(data: bytes) -> str:
+    """Return text for a text format: UTF-8 (a BOM allowed); bytes that are not UTF-8 become U+FFFD."""
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def line_finder(text: str):
+    """Return ``find(needle, default=1)``: the 1-based line of the first line containing ``needle``."""
+    lines = text.splitlines()
+    first: dict[str, int] = {}
+
+    def find(needle: str, default: int = 1) -> int:
+        if needle in first:
+            return first[needle]
+        for number, line in enumerate(lines, start=1):
+            if needle in line:
+                first[needle] = number
+                return number
+        first[needle] = default
+        return default
+
+    return find

@@ -1,0 +1,369 @@
+"""
+Dependency manifests and lockfiles: what a project declares (a name and a version range) and what it locked
+(a name and an exact version), with ecosystem-qualified names (``pypi``, ``npm``) normalised as each registry
+compares them.
+
+PEP 508 requirements are read with ``packaging``, TOML with the standard ``tomllib``, YAML with PyYAML's safe
+loader, JSON with ``json``, ``setup.cfg`` with ``configparser``; ``yarn.lock`` version 1 has its own line format
+(no maintained Python parser), read here; version 2+ is YAML. Each output row carries the 1-based line it came
+from; for formats whose parser does not report positions, it is the first line that names the entry.
+"""
+
+import configparser
+import json
+import re
+import tomllib
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from .base import Extractor, decode
+
+VERSION = "1"
+
+_PYPI_NAME = re.compile(r"[-_.]+")
+_EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def pypi_name(name: str) -> str:
+    """Return a PyPI project name normalised as PEP 503 compares them."""
+    return _PYPI_NAME.sub("-", name).lower()
+
+
+class _Lines:
+    """First line that holds a needle, found by one scan per needle at most and remembered."""
+
+    def __init__(self, text: str):
+        self.lines = text.splitlines()
+        self.index: dict[str, int] | None = None
+
+    def of(self, needle: str, default: int = 1) -> int:
+        for number, line in enumerate(self.lines, start=1):
+            if needle in line:
+                return number
+        return default
+
+    def of_key(self, key: str, default: int = 1) -> int:
+        """Return the line of the first ``"key":`` (JSON) or ``key:`` (YAML) or ``name = "key"`` (TOML)."""
+        if self.index is None:
+            self.index = {}
+            for number, line in enumerate(self.lines, start=1):
+                stripped = line.strip()
+                for candidate in _keys_of(stripped):
+                    self.index.setdefault(candidate, number)
+        return self.index.get(key, default)
+
+
+def _keys_of(stripped: str):
+    if stripped.startswith('"') or stripped.startswith("'"):
+        quote = stripped[0]
+        end = stripped.find(quote, 1)
+        if end > 0:
+            yield stripped[1:end]
+    elif stripped.startswith("name = "):
+        yield stripped[7:].strip().strip('"').strip("'")
+    elif ":" in stripped:
+        yield stripped.split(":", 1)[0].strip()
+        if stripped.startswith("/"):
+            yield stripped.split(":", 1)[0].strip()[1:]
+
+
+def _requirement(text: str):
+    """Return ``(name, spec)`` for a PEP 508 string, or None if it is not one."""
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        return None
+    spec = str(requirement.specifier)
+    if requirement.url:
+        spec = spec or "url"
+    if requirement.marker is not None:
+        spec = f"{spec}; {requirement.marker}" if spec else f"; {requirement.marker}"
+    return pypi_name(requirement.name), spec
+
+
+# -- Python --------------------------------------------------------------------------------------------------
+
+
+def extract_requirements(data: bytes) -> dict:
+    declared, logical, first = [], "", 0
+    for number, raw in enumerate(decode(data).splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not logical:
+            first = number
+        if line.endswith("\\"):
+            logical += line[:-1] + " "
+            continue
+        logical += line
+        entry, logical = logical.strip(), ""
+        if not entry:
+            continue
+        if entry.startswith("-"):
+            egg = _EGG.search(entry)
+            if entry.startswith(("-e", "--editable")) and egg:
+                declared.append(["pypi", pypi_name(egg.group(1)), "editable", first])
+            continue  # -r, -c, --index-url and other options name no project
+        entry = entry.split(" --", 1)[0].strip()  # per-requirement options such as --hash
+        parsed = _requirement(entry)
+        if parsed is None:
+            egg = _EGG.search(entry)
+            if egg:
+                declared.append(["pypi", pypi_name(egg.group(1)), "url", first])
+            continue
+        declared.append(["pypi", parsed[0], parsed[1], first])
+    return {"declared": [row[:3] + ["main", row[3]] for row in declared], "locked": []}
+
+
+def _pep508_list(values, scope, lines, declared):
+    for value in values or ():
+        if not isinstance(value, str):
+            continue  # PEP 735 include-group tables
+        parsed = _requirement(value)
+        if parsed is not None:
+            declared.append(["pypi", parsed[0], parsed[1], scope, lines.of(value)])
+
+
+def _poetry_table(table, scope, lines, declared):
+    for name, value in (table or {}).items():
+        if name.lower() == "python":
+            continue
+        if isinstance(value, str):
+            spec = value
+        elif isinstance(value, dict):
+            spec = str(value.get("version") or ("path" if "path" in value else "git" if "git" in value else "url" if "url" in value else ""))
+            if value.get("optional"):
+                scope = "optional" if scope == "main" else scope
+        else:
+            spec = "*"  # a list of constraints by marker
+        declared.append(["pypi", pypi_name(name), spec, scope, lines.of(name)])
+
+
+def extract_pyproject(data: bytes) -> dict:
+    text = decode(data)
+    document = tomllib.loads(text)
+    lines, declared = _Lines(text), []
+    project = document.get("project") or {}
+    _pep508_list(project.get("dependencies"), "main", lines, declared)
+    for extra, values in sorted((project.get("optional-dependencies") or {}).items()):
+        _pep508_list(values, f"optional:{extra}", lines, declared)
+    for group, values in sorted((document.get("dependency-groups") or {}).items()):
+        _pep508_list(values, f"group:{group}", lines, declared)
+    poetry = (document.get("tool") or {}).get("poetry") or {}
+    _poetry_table(poetry.get("dependencies"), "main", lines, declared)
+    _poetry_table(poetry.get("dev-dependencies"), "dev", lines, declared)
+    for group, table in sorted((poetry.get("group") or {}).items()):
+        _poetry_table((table or {}).get("dependencies"), f"group:{group}", lines, declared)
+    return {"declared": declared, "locked": []}
+
+
+def extract_setup_cfg(data: bytes) -> dict:
+    text = decode(data)
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.read_string(text)
+    lines, declared = _Lines(text), []
+
+    def entries(value):
+        return [line.strip() for line in (value or "").splitlines() if line.strip() and not line.strip().startswith("#")]
+
+    if parser.has_option("options", "install_requires"):
+        _pep508_list(entries(parser.get("options", "install_requires")), "main", lines, declared)
+    if parser.has_section("options.extras_require"):
+        for extra, value in sorted(parser.items("options.extras_require")):
+            _pep508_list(entries(value), f"optional:{extra}", lines, declared)
+    return {"declared": declared, "locked": []}
+
+
+def extract_pipfile(data: bytes) -> dict:
+    text = decode(data)
+    document = tomllib.loads(text)
+    lines, declared = _Lines(text), []
+    for section, scope in (("packages", "main"), ("dev-packages", "dev")):
+        _poetry_table(document.get(section), scope, lines, declared)
+    return {"declared": declared, "locked": []}
+
+
+def extract_pipfile_lock(data: bytes) -> dict:
+    text = decode(data)
+    document = json.loads(text)
+    lines, locked = _Lines(text), []
+    for section in ("default", "develop"):
+        for name, entry in sorted((document.get(section) or {}).items()):
+            version = str((entry or {}).get("version") or "").lstrip("=")
+            locked.append(["pypi", pypi_name(name), version, lines.of_key(name), None])
+    return {"declared": [], "locked": locked}
+
+
+def extract_poetry_lock(data: bytes) -> dict:
+    text = decode(data)
+    document = tomllib.loads(text)
+    lines = _Lines(text)
+    locked = [
+        ["pypi", pypi_name(package["name"]), str(package.get("version", "")), lines.of_key(package["name"]), None]
+        for package in document.get("package") or ()
+        if isinstance(package, dict) and package.get("name")
+    ]
+    return {"declared": [], "locked": locked}
+
+
+def extract_uv_lock(data: bytes) -> dict:
+    text = decode(data)
+    document = tomllib.loads(text)
+    lines = _Lines(text)
+    packages = [package for package in document.get("package") or () if isinstance(package, dict) and package.get("name")]
+    roots = [package for package in packages if {"editable", "virtual"} & set((package.get("source") or {}).keys())]
+    direct = set()
+    for root in roots:
+        for dependency in root.get("dependencies") or ():
+            direct.add(pypi_name(dependency.get("name", "")))
+        for group in (root.get("dev-dependencies") or {}).values():
+            direct.update(pypi_name(dependency.get("name", "")) for dependency in group)
+        for group in (root.get("optional-dependencies") or {}).values():
+            direct.update(pypi_name(dependency.get("name", "")) for dependency in group)
+    root_names = {pypi_name(root["name"]) for root in roots}
+    locked = []
+    for package in packages:
+        name = pypi_name(package["name"])
+        if name in root_names:
+            continue
+        locked.append(["pypi", name, str(package.get("version", "")), lines.of_key(package["name"]), name in direct if roots else None])
+    return {"declared": [], "locked": locked}
+
+
+# -- npm -----------------------------------------------------------------------------------------------------
+
+NPM_SCOPES = (
+    ("dependencies", "main"),
+    ("devDependencies", "dev"),
+    ("peerDependencies", "peer"),
+    ("optionalDependencies", "optional"),
+)
+
+
+def extract_package_json(data: bytes) -> dict:
+    text = decode(data)
+    document = json.loads(text)
+    if not isinstance(document, dict):
+        raise ValueError("package.json is not an object")
+    lines, declared = _Lines(text), []
+    for field, scope in NPM_SCOPES:
+        for name, spec in sorted((document.get(field) or {}).items()):
+            declared.append(["npm", name, str(spec), scope, lines.of_key(name)])
+    return {"declared": declared, "locked": []}
+
+
+def _npm_name(path: str) -> str:
+    return path.rsplit("node_modules/", 1)[-1]
+
+
+def extract_package_lock(data: bytes) -> dict:
+    text = decode(data)
+    document = json.loads(text)
+    lines, locked = _Lines(text), []
+    packages = document.get("packages")
+    if isinstance(packages, dict):
+        root = packages.get("") or {}
+        direct = set()
+        for field, _scope in NPM_SCOPES:
+            direct.update((root.get(field) or {}).keys())
+        for path, entry in sorted(packages.items()):
+            if not path or not isinstance(entry, dict) or entry.get("link"):
+                continue
+            if "node_modules/" not in path:
+                continue  # a workspace package of this repository
+            name = entry.get("name") or _npm_name(path)
+            top_level = path.count("node_modules/") == 1 and path.startswith("node_modules/")
+            locked.append(["npm", name, str(entry.get("version", "")), lines.of_key(path), top_level and name in direct])
+        return {"declared": [], "locked": locked}
+
+    def walk(dependencies):
+        for name, entry in sorted((dependencies or {}).items()):
+            if isinstance(entry, dict):
+                locked.append(["npm", name, str(entry.get("version", "")), lines.of_key(name), None])
+                walk(entry.get("dependencies"))
+
+    walk(document.get("dependencies"))
+    return {"declared": [], "locked": locked}
+
+
+def _npm_spec_name(specifier: str) -> str:
+    """Return the package name of a ``name@range`` specifier (scoped names keep their leading ``@``)."""
+    specifier = specifier.strip().strip('"').strip("'")
+    at = specifier.find("@", 1)
+    return specifier[:at] if at > 0 else specifier
+
+
+def extract_yarn_lock(data: bytes) -> dict:
+    text = decode(data)
+    if "__metadata:" in text:
+        return _yarn_berry(text)
+    locked, names, line_of_entry = [], [], 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line.startswith(" ") and line.rstrip().endswith(":"):
+            names = sorted({_npm_spec_name(part) for part in line.rstrip()[:-1].split(",") if part.strip()})
+            line_of_entry = number
+        elif line.startswith("  ") and not line.startswith("   ") and line.strip().startswith("version ") and names:
+            version = line.strip()[len("version "):].strip().strip('"')
+            locked.extend(["npm", name, version, line_of_entry, None] for name in names)
+            names = []
+    return {"declared": [], "locked": locked}
+
+
+def _yarn_berry(text: str) -> dict:
+    import yaml
+
+    document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    lines, locked = _Lines(text), []
+    for key, entry in sorted(document.items(), key=lambda item: str(item[0])):
+        if key == "__metadata" or not isinstance(entry, dict):
+            continue
+        if str(entry.get("linkType", "")) == "soft" or "@workspace:" in str(entry.get("resolution", "")):
+            continue
+        names = sorted({_npm_spec_name(part) for part in str(key).split(",") if part.strip()})
+        for name in names:
+            locked.append(["npm", name, str(entry.get("version", "")), lines.of_key(str(key)), None])
+    return {"declared": [], "locked": locked}
+
+
+def _pnpm_key(key: str):
+    key = key.split("(", 1)[0].lstrip("/")
+    at = key.find("@", 1)
+    if at > 0:
+        return key[:at], key[at + 1:]
+    name, _, version = key.rpartition("/")  # lockfile v5: /name/version
+    return name, version
+
+
+def extract_pnpm_lock(data: bytes) -> dict:
+    import yaml
+
+    text = decode(data)
+    document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    lines, locked = _Lines(text), []
+    direct: dict[str, set] = {}
+    importers = document.get("importers") or {".": document}
+    for importer in importers.values():
+        for field in ("dependencies", "devDependencies", "optionalDependencies"):
+            for name, value in ((importer or {}).get(field) or {}).items():
+                version = value.get("version") if isinstance(value, dict) else value
+                direct.setdefault(name, set()).add(str(version).split("(", 1)[0])
+    packages = document.get("packages") or {}
+    for key in sorted(packages, key=str):
+        name, version = _pnpm_key(str(key))
+        if not name:
+            continue
+        locked.append(["npm", name, version, lines.of_key(str(key)), version in direct.get(name, ())])
+    return {"declared": [], "locked": locked}
+
+
+REQUIREMENTS = Extractor("requirements", VERSION, extract_requirements)
+PYPROJECT = Extractor("pyproject", VERSION, extract_pyproject)
+SETUP_CFG = Extractor("setup.cfg", VERSION, extract_setup_cfg)
+PIPFILE = Extractor("pipfile", VERSION, extract_pipfile)
+PIPFILE_LOCK = Extractor("pipfile.lock", VERSION, extract_pipfile_lock)
+POETRY_LOCK = Extractor("poetry.lock", VERSION, extract_poetry_lock)
+UV_LOCK = Extractor("uv.lock", VERSION, extract_uv_lock)
+PACKAGE_JSON = Extractor("package.json", VERSION, extract_package_json)
+PACKAGE_LOCK = Extractor("package-lock", VERSION, extract_package_lock)
+YARN_LOCK = Extractor("yarn.lock", VERSION, extract_yarn_lock)
+PNPM_LOCK = Extractor("pnpm-lock", VERSION, extract_pnpm_lock)

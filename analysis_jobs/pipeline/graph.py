@@ -1,0 +1,76 @@
+"""
+The ``ri.v1`` facts graph: nodes and edges, each with its evidence, fully ordered and de-duplicated.
+
+A node is ``{"id", "kind", "attrs", "evidence"}``; an edge is ``{"src", "kind", "dst", "attrs", "evidence"}``;
+evidence is ``{"path", "lines": [first, last], "extractor"}`` with 1-based lines and the ``name@version`` of the
+extractor that saw it. The same node (or the same edge with the same attributes) reported twice is one fact
+whose evidence is the union, so the output depends only on what was found, never on the order it was found in.
+"""
+
+import unicodedata
+
+
+def nfc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def _attrs(attrs: dict) -> dict:
+    clean = {}
+    for key, value in attrs.items():
+        if isinstance(value, str):
+            value = nfc(value)
+        elif isinstance(value, float):
+            raise TypeError("facts hold no floats")
+        clean[key] = value
+    return clean
+
+
+def _key(attrs: dict) -> tuple:
+    return tuple(sorted((key, repr(value)) for key, value in attrs.items()))
+
+
+class GraphBuilder:
+    def __init__(self):
+        self._nodes: dict[str, tuple[str, dict, set]] = {}
+        self._edges: dict[tuple, tuple[dict, set]] = {}
+
+    def node(self, node_id: str, kind: str, attrs: dict | None = None, evidence: tuple | None = None) -> str:
+        """Add (or merge into) node ``node_id``; ``evidence`` is ``(path, first, last, extractor)``."""
+        node_id = nfc(node_id)
+        found = self._nodes.get(node_id)
+        if found is None:
+            found = self._nodes[node_id] = (kind, _attrs(attrs or {}), set())
+        elif attrs:
+            for key, value in _attrs(attrs).items():
+                found[1].setdefault(key, value)  # first report wins; reports arrive in path order
+        if evidence is not None:
+            found[2].add(evidence)
+        return node_id
+
+    def has_node(self, node_id: str) -> bool:
+        return node_id in self._nodes
+
+    def edge(self, src: str, kind: str, dst: str, attrs: dict | None = None, evidence: tuple | None = None) -> None:
+        attrs = _attrs(attrs or {})
+        key = (nfc(src), kind, nfc(dst), _key(attrs))
+        found = self._edges.get(key)
+        if found is None:
+            found = self._edges[key] = (attrs, set())
+        if evidence is not None:
+            found[1].add(evidence)
+
+    def build(self) -> tuple[list, list]:
+        """Return ``(nodes, edges)`` in their canonical order."""
+        nodes = [
+            {"id": node_id, "kind": kind, "attrs": attrs, "evidence": _evidence(evidence)}
+            for node_id, (kind, attrs, evidence) in sorted(self._nodes.items())
+        ]
+        edges = [
+            {"src": key[0], "kind": key[1], "dst": key[2], "attrs": attrs, "evidence": _evidence(evidence)}
+            for key, (attrs, evidence) in sorted(self._edges.items())
+        ]
+        return nodes, edges
+
+
+def _evidence(items: set) -> list:
+    return [{"path": nfc(path), "lines": [first, last], "extractor": extractor} for path, first, last, extractor in sorted(items)]

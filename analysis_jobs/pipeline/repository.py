@@ -1,0 +1,241 @@
+"""
+The repository pipeline: resolve the source, read and extract every file once, link the facts into a graph.
+
+Stages (the worker renews the lease and observes cancellation between them, and ``check()`` is called between
+files inside them):
+
+- ``resolve``: the source must be a readable directory; a job with a revision but no recorded commit has it
+  resolved now. A git revision whose identity already has a sealed snapshot stops here (``SnapshotReused``).
+- ``extract``: list the source through the exclusions and safety rules, then read files in batches: each file
+  is read once, hashed and sniffed for binary from the same bytes; one cache look-up per batch finds the files
+  whose (sha256, extractor) facts are known, and only the others are parsed. The budgets (files, bytes,
+  seconds) fail the job with ``RI-RESOURCE-EXCEEDED``.
+- ``link``: the identity (a directory's is known only now, from its tree digest) is checked for reuse, then
+  the cached per-file facts become one ordered graph.
+"""
+
+import gc
+import hashlib
+import json
+import os
+import time
+
+from ..exceptions import ResourceExceeded
+from .base import AnalysisState, Check, SnapshotReused, Stage
+from .config import PipelineConfig
+from .extractors import extractor_for, extractor_versions, run_extractor
+from .link import FileRecord, Linker
+from .sources import Exclusions, GitSource, open_source, resolve_revision
+from .summary import summarise
+
+SCHEMA = "ri.v1"
+BINARY_SNIFF = 8000  # git's own heuristic: a NUL byte in the first 8000 bytes means binary
+
+LANGUAGES = {
+    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".jsx": "javascript", ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".rb": "ruby", ".php": "php", ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".cs": "csharp", ".swift": "swift", ".json": "json", ".toml": "toml",
+    ".yaml": "yaml", ".yml": "yaml", ".md": "markdown", ".rst": "restructuredtext", ".txt": "text", ".html": "html",
+    ".css": "css", ".scss": "css", ".sh": "shell", ".bash": "shell", ".tf": "terraform", ".sql": "sql",
+    ".xml": "xml", ".po": "gettext", ".cfg": "ini", ".ini": "ini",
+}
+
+
+def language_of(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    if name in ("Dockerfile", "Containerfile") or name.startswith(("Dockerfile.", "Containerfile.")) or name.endswith(".dockerfile"):
+        return "dockerfile"
+    return LANGUAGES.get(os.path.splitext(name)[1].lower(), "other")
+
+
+def snapshot_identity(source_identity: str, revision: str, config: PipelineConfig) -> str:
+    """Return the identity of an analysis: source, commit or tree digest, schema, extractors and config."""
+    parts = {
+        "source": source_identity,
+        "revision": revision,
+        "schema": SCHEMA,
+        "extractors": extractor_versions(),
+        "config": config.digest(),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def identity_for_revision(path: str, commit: str, config: PipelineConfig | None = None) -> str:
+    """Return the identity an analysis of ``commit`` of the repository at ``path`` will have."""
+    source = GitSource(path, commit, Exclusions(()))
+    return snapshot_identity(source.identity, commit, config or PipelineConfig.from_settings())
+
+
+def tree_digest(records: list[FileRecord]) -> str:
+    """Return a digest of what was listed: each path with its kind and content hash (or why it was not read)."""
+    digest = hashlib.sha256()
+    for record in sorted(records, key=lambda record: record.path):
+        digest.update(f"{record.path}\0{record.kind}\0{record.sha256}\0{record.skipped}\0{record.inside:d}\n".encode())
+    return digest.hexdigest()
+
+
+class FactsCache:
+    """Per-file facts by (sha256, extractor key), read and written in bulk."""
+
+    def __init__(self, using: str = "default"):
+        self.using = using
+
+    def get_many(self, keys: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:
+        if not keys:
+            return {}
+        from ..models import FileFacts
+
+        rows = FileFacts.objects.using(self.using).filter(sha256__in={sha for sha, _ in keys}).values_list("sha256", "extractor", "facts")
+        return {(sha, key): json.loads(facts) for sha, key, facts in rows if (sha, key) in keys}
+
+    def put_many(self, facts: dict[tuple[str, str], dict]) -> None:
+        if facts:
+            from ..models import FileFacts
+
+            rows = [
+                FileFacts(sha256=sha, extractor=key, facts=json.dumps(value, sort_keys=True, separators=(",", ":")))
+                for (sha, key), value in facts.items()
+            ]
+            FileFacts.objects.using(self.using).bulk_create(rows, ignore_conflicts=True, batch_size=500)
+
+
+class RepositoryPipeline:
+    """The analysis a worker runs by default: ``resolve``, ``extract``, ``link``."""
+
+    def __init__(self, config: PipelineConfig | None = None, *, monotonic=time.monotonic, using: str = "default"):
+        self.config = config or PipelineConfig.from_settings()
+        self.monotonic = monotonic
+        self.using = using
+        self.cache = FactsCache(using)
+        self.stages = (Stage("resolve", self.resolve), Stage("extract", self.extract), Stage("link", self.link))
+
+    # -- stages ------------------------------------------------------------------------------------------------
+
+    def resolve(self, state: AnalysisState, check: Check) -> None:
+        state.values["started"] = self.monotonic()
+        commit = state.commit or (resolve_revision(state.source, state.revision) if state.revision else "")
+        source = open_source(state.source, commit, self._exclusions())
+        state.values["source_identity"] = source.identity
+        state.values["commit"] = commit
+        if commit:
+            state.values["identity"] = snapshot_identity(source.identity, commit, self.config)
+            self._reuse(state.values["identity"])
+
+    def extract(self, state: AnalysisState, check: Check) -> None:
+        source = open_source(state.source, state.values["commit"], self._exclusions())
+        stats = state.values["stats"] = {"listed": 0, "read": 0, "parsed": 0, "cached": 0}
+        records: list[FileRecord] = []
+        config, pending, total = self.config, [], 0
+        # Syntax trees hold no reference cycles, so refcounting frees them; without this the cycle collector
+        # would rescan every fact gathered so far each few thousand allocations while a tree is built.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for entry in source.entries():
+                check()
+                self._within_time(state)
+                stats["listed"] += 1
+                if stats["listed"] > config.max_files:
+                    raise ResourceExceeded(f"The source has more than {config.max_files} files (the ANALYSIS_MAX_FILES budget).")
+                if entry.kind != "file":
+                    records.append(FileRecord(entry.path, entry.kind, inside=entry.inside))
+                    continue
+                if entry.size > config.max_file_bytes:
+                    records.append(FileRecord(entry.path, "file", entry.size, language=language_of(entry.path), skipped="too-large"))
+                    continue
+                total += entry.size
+                if total > config.max_total_bytes:
+                    raise ResourceExceeded(f"The source holds more than {config.max_total_bytes} bytes (the ANALYSIS_MAX_TOTAL_BYTES budget).")
+                pending.append(entry)
+                if len(pending) >= config.batch_files:
+                    self._read_batch(state, source, pending, records, check)
+                    pending = []
+            self._read_batch(state, source, pending, records, check)
+        finally:
+            if collecting:
+                gc.enable()
+            source.close()
+        state.values["records"] = records
+
+    def link(self, state: AnalysisState, check: Check) -> None:
+        records = state.values["records"]
+        if "identity" not in state.values:
+            state.values["identity"] = snapshot_identity(state.values["source_identity"], f"tree:{tree_digest(records)}", self.config)
+            self._reuse(state.values["identity"])
+        check()
+        nodes, edges = Linker(records).link().build()
+        check()
+        state.values["document"] = {
+            "schema": SCHEMA,
+            "extractors": extractor_versions(),
+            "nodes": nodes,
+            "edges": edges,
+            "summary": summarise(nodes, edges),
+        }
+
+    # -- the Pipeline contract ---------------------------------------------------------------------------------
+
+    def document(self, state: AnalysisState) -> dict:
+        return state.values["document"]
+
+    def identity(self, state: AnalysisState) -> str:
+        return state.values.get("identity", "")
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+
+    def _exclusions(self) -> Exclusions:
+        return Exclusions(self.config.exclude, honour_gitignore=self.config.honour_gitignore)
+
+    def _within_time(self, state: AnalysisState) -> None:
+        if self.monotonic() - state.values["started"] > self.config.max_seconds:
+            raise ResourceExceeded(f"The analysis ran longer than {self.config.max_seconds:g} seconds (the ANALYSIS_MAX_SECONDS budget).")
+
+    def _reuse(self, identity: str) -> None:
+        from ..models import AnalysisSnapshot, SnapshotState
+
+        sealed = (
+            AnalysisSnapshot.objects.using(self.using)
+            .filter(identity=identity, state=SnapshotState.SEALED)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if sealed is not None:
+            raise SnapshotReused(sealed)
+
+    def _read_batch(self, state, source, entries, records, check) -> None:
+        if not entries:
+            return
+        limit, stats = self.config.max_file_bytes, state.values["stats"]
+        wanted = []
+        for entry, data in source.read(entries, limit):
+            check()
+            path = entry.path
+            if data is None or len(data) > limit:
+                records.append(FileRecord(path, "file", entry.size, language=language_of(path), skipped="unreadable" if data is None else "too-large"))
+                continue
+            stats["read"] += 1
+            binary = b"\0" in data[:BINARY_SNIFF]
+            lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+            extractor = None if binary else extractor_for(path)
+            record = FileRecord(path, "file", len(data), hashlib.sha256(data).hexdigest(), binary, lines, language_of(path),
+                                extractor.key if extractor else "")
+            records.append(record)
+            if extractor is not None:
+                wanted.append((record, extractor, data))
+        keys = {(record.sha256, extractor.key) for record, extractor, _ in wanted}
+        known = self.cache.get_many(keys)
+        found = {}
+        for record, extractor, data in wanted:
+            key = (record.sha256, extractor.key)
+            facts = known.get(key) or found.get(key)
+            if facts is None:
+                check()
+                self._within_time(state)
+                facts = found[key] = run_extractor(extractor, data)
+                stats["parsed"] += 1
+            else:
+                stats["cached"] += 1
+            record.facts = facts
+        self.cache.put_many(found)

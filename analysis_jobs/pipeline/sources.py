@@ -1,0 +1,321 @@
+"""
+Where the bytes come from: a directory, or a git revision read from git's object store.
+
+Both kinds list the same ``Entry`` values through the same exclusions and safety rules, so a directory and the
+revision that holds the same files give the same inventory:
+
+- paths are relative, ``/``-separated and NFC; a name that is not UTF-8 is shown with ``\\xNN`` escapes;
+  an absolute path or one with an empty, ``.`` or ``..`` part is never read (``unsafe``);
+- a symlink is never followed (``symlink``, with whether its target stays inside the source);
+- gitignore-style patterns from the settings, then each directory's ``.gitignore``, exclude paths (the last
+  matching pattern wins, as in git); a directory holding ``pyvenv.cfg`` is a virtual environment and skipped.
+
+A revision is read with ``git ls-tree`` and ``git cat-file --batch``; nothing is checked out, and the user's
+work tree and index are never touched.
+"""
+
+import os
+import posixpath
+import re
+import subprocess
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pathspec
+
+from ..exceptions import RevisionNotFound, SourceNotFound
+
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    path: str
+    kind: str  # file | symlink | unsafe | submodule | special
+    size: int = 0
+    handle: object = None  # the absolute path (bytes) in a directory, the blob id in a revision
+    inside: bool = True  # a symlink: whether its target stays within the source
+
+
+def display_path(raw: bytes) -> str:
+    """Return the path shown in facts for the raw bytes of a relative path."""
+    text = raw.decode("utf-8", errors="backslashreplace")
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def is_unsafe(raw: bytes) -> bool:
+    return raw.startswith(b"/") or any(part in (b"", b".", b"..") for part in raw.split(b"/"))
+
+
+def symlink_stays_inside(link: str, target: bytes) -> bool:
+    if target.startswith(b"/"):
+        return False
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link), display_path(target)))
+    return resolved != ".." and not resolved.startswith("../")
+
+
+class _Rules:
+    """One gitignore file's patterns (``pathspec``), with a one-regex fast path when none re-includes."""
+
+    def __init__(self, lines: list[str]):
+        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        patterns = [pattern for pattern in self.spec.patterns if pattern.include is not None and pattern.regex is not None]
+        self.empty = not patterns
+        self.combined = None
+        if patterns and all(pattern.include for pattern in patterns):
+            alternatives = "|".join(f"(?:{pattern.regex.pattern.replace('(?P<ps_d>', '(')})" for pattern in patterns)
+            self.combined = re.compile(alternatives)
+
+    def verdict(self, probe: str) -> bool | None:
+        """True: excluded; False: re-included by a ``!`` pattern; None: no pattern matches."""
+        if self.combined is not None:
+            return True if self.combined.match(probe) else None
+        return self.spec.check_file(probe).include
+
+
+class Exclusions:
+    """The gitignore-style rules for one source: the configured patterns, then each ``.gitignore`` met."""
+
+    def __init__(self, patterns: Iterable[str], *, honour_gitignore: bool = True):
+        self.base = _Rules(list(patterns))
+        self.honour_gitignore = honour_gitignore
+        self.specs: dict[str, _Rules] = {}
+
+    def add_gitignore(self, directory: str, data: bytes) -> None:
+        if self.honour_gitignore:
+            rules = _Rules(data.decode("utf-8", errors="replace").splitlines())
+            if not rules.empty:
+                self.specs[directory] = rules
+
+    def excluded(self, path: str, is_dir: bool) -> bool:
+        """Return whether ``path`` is excluded, its parent directories being admitted."""
+        suffix = "/" if is_dir else ""
+        verdict = self.base.verdict(path + suffix)
+        if self.specs:
+            for directory, rules in self._applicable(path):
+                relative = path[len(directory) + 1:] if directory else path
+                include = rules.verdict(relative + suffix)
+                if include is not None:
+                    verdict = include
+        return bool(verdict)
+
+    def _applicable(self, path: str):
+        parts = path.split("/")[:-1]
+        prefixes = [""] + ["/".join(parts[: index + 1]) for index in range(len(parts))]
+        return [(prefix, self.specs[prefix]) for prefix in prefixes if prefix in self.specs]
+
+
+class DirectorySource:
+    """A directory tree on this machine."""
+
+    kind = "directory"
+
+    def __init__(self, root: str, exclusions: Exclusions):
+        self.root = os.path.realpath(root)
+        self.exclusions = exclusions
+        self.commit = ""
+
+    @property
+    def identity(self) -> str:
+        return f"directory:{self.root}"
+
+    def entries(self) -> Iterator[Entry]:
+        yield from self._walk(os.fsencode(self.root), b"")
+
+    def _walk(self, absolute: bytes, relative: bytes) -> Iterator[Entry]:
+        try:
+            with os.scandir(absolute) as scan:
+                children = sorted(scan, key=lambda child: child.name)
+        except OSError:
+            if not relative:
+                raise SourceNotFound("The source directory cannot be read.") from None
+            yield Entry(display_path(relative), "special")
+            return
+        names = {child.name for child in children}
+        if relative and b"pyvenv.cfg" in names:
+            return  # a virtual environment
+        directory = display_path(relative) if relative else ""
+        if b".gitignore" in names:
+            try:
+                with open(os.path.join(absolute, b".gitignore"), "rb") as handle:
+                    self.exclusions.add_gitignore(directory, handle.read(1 << 20))
+            except OSError:
+                pass
+        for child in children:
+            raw = relative + b"/" + child.name if relative else child.name
+            path = display_path(raw)
+            try:
+                if child.is_symlink():
+                    if not self.exclusions.excluded(path, False):
+                        yield Entry(path, "symlink", inside=symlink_stays_inside(path, os.readlink(child.path)))
+                elif child.is_dir(follow_symlinks=False):
+                    if not self.exclusions.excluded(path, True):
+                        yield from self._walk(child.path, raw)
+                elif child.is_file(follow_symlinks=False):
+                    if not self.exclusions.excluded(path, False):
+                        yield Entry(path, "file", child.stat(follow_symlinks=False).st_size, child.path)
+                elif not self.exclusions.excluded(path, False):
+                    yield Entry(path, "special")
+            except OSError:
+                continue  # vanished mid-walk: not part of what we can vouch for
+
+    def read(self, entries: list[Entry], limit: int) -> Iterator[tuple[Entry, bytes | None]]:
+        """Yield each entry with its bytes (at most ``limit`` + 1; None if it cannot be read now), in order."""
+        for entry in entries:
+            try:
+                # O_NOFOLLOW: a file swapped for a symlink after the walk is refused, not followed.
+                descriptor = os.open(entry.handle, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            except OSError:
+                yield entry, None
+                continue
+            with os.fdopen(descriptor, "rb") as handle:
+                yield entry, handle.read(limit + 1)
+
+    def close(self) -> None:
+        pass
+
+
+def _git(path: str, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **GIT_ENV)
+    try:
+        return subprocess.run(["git", "-C", path, *args], input=data, capture_output=True, env=env, check=False)
+    except FileNotFoundError:
+        raise SourceNotFound("The git command is not installed; a revision cannot be read.") from None
+
+
+def resolve_revision(path: str, revision: str) -> str:
+    """Return the commit id ``revision`` names in the repository at ``path``.
+
+    Raises ``SourceNotFound`` if ``path`` is not in a git repository and ``RevisionNotFound`` if the revision
+    names no commit there.
+    """
+    if not os.path.isdir(path):
+        raise SourceNotFound(f"{path} is not a directory.")
+    if _git(path, "rev-parse", "--git-dir").returncode != 0:
+        raise SourceNotFound(f"{path} is not a git repository, so it has no revision {revision!r}.")
+    found = _git(path, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
+    commit = found.stdout.decode("ascii", errors="replace").strip()
+    if found.returncode != 0 or not commit:
+        raise RevisionNotFound(f"The revision {revision!r} names no commit in {path}.")
+    return commit
+
+
+class GitSource:
+    """One commit of a git repository, read from the object store (the part under ``root`` if a subfolder)."""
+
+    kind = "git"
+
+    def __init__(self, root: str, commit: str, exclusions: Exclusions):
+        self.root = os.path.realpath(root)
+        self.commit = commit
+        self.exclusions = exclusions
+        self._batch: subprocess.Popen | None = None
+
+    @property
+    def identity(self) -> str:
+        return f"git:{self.root}"
+
+    def _listing(self) -> list[tuple[bytes, str, str, int]]:
+        listed = _git(self.root, "ls-tree", "-r", "-z", "-l", "--end-of-options", self.commit)
+        if listed.returncode != 0:
+            raise RevisionNotFound(f"The commit {self.commit} cannot be read from {self.root}.")
+        rows = []
+        for record in listed.stdout.split(b"\0"):
+            if not record:
+                continue
+            meta, _, raw = record.partition(b"\t")
+            mode, kind, oid, size = meta.split(None, 3)
+            rows.append((raw, mode.decode(), oid.decode(), int(size) if size.strip().isdigit() else 0))
+        rows.sort(key=lambda row: row[0])
+        return rows
+
+    def entries(self) -> Iterator[Entry]:
+        rows = self._listing()
+        venvs = {posixpath.dirname(display_path(raw)) for raw, *_ in rows if raw.endswith(b"pyvenv.cfg")}
+        venvs.discard("")
+        ignores = [(raw, oid) for raw, mode, oid, _ in rows if raw == b".gitignore" or raw.endswith(b"/.gitignore")]
+        ignore_data = dict(self._cat([oid for _, oid in ignores]))
+        admitted: dict[str, bool] = {"": True}
+
+        def directory_admitted(directory: str) -> bool:
+            if directory not in admitted:
+                parent = posixpath.dirname(directory)
+                admitted[directory] = (
+                    directory_admitted(parent)
+                    and directory not in venvs
+                    and not self.exclusions.excluded(directory, True)
+                )
+                if admitted[directory] and directory in gitignores:
+                    self.exclusions.add_gitignore(directory, ignore_data.get(gitignores[directory], b""))
+            return admitted[directory]
+
+        gitignores = {posixpath.dirname(display_path(raw)): oid for raw, oid in ignores}
+        if "" in gitignores:
+            self.exclusions.add_gitignore("", ignore_data.get(gitignores[""], b""))
+        links = {}
+        for raw, mode, oid, size in rows:
+            if mode == "120000":
+                links[oid] = None
+        link_targets = dict(self._cat(list(links)))
+        for raw, mode, oid, size in rows:
+            if is_unsafe(raw):
+                yield Entry(display_path(raw), "unsafe")
+                continue
+            path = display_path(raw)
+            if not directory_admitted(posixpath.dirname(path)) or self.exclusions.excluded(path, False):
+                continue
+            if mode == "160000":
+                yield Entry(path, "submodule")
+            elif mode == "120000":
+                yield Entry(path, "symlink", inside=symlink_stays_inside(path, link_targets.get(oid, b"/")))
+            elif mode in ("100644", "100755"):
+                yield Entry(path, "file", size, oid)
+            else:
+                yield Entry(path, "special")
+
+    def _cat(self, oids: list[str]) -> Iterator[tuple[str, bytes]]:
+        for oid in oids:
+            yield oid, self._read_blob(oid)
+
+    def _read_blob(self, oid: str) -> bytes:
+        if self._batch is None:
+            env = dict(os.environ, **GIT_ENV)
+            self._batch = subprocess.Popen(
+                ["git", "-C", self.root, "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            )
+        batch = self._batch
+        batch.stdin.write(oid.encode("ascii") + b"\n")
+        batch.stdin.flush()
+        header = batch.stdout.readline().split()
+        if len(header) != 3:
+            raise RevisionNotFound(f"The object {oid} is missing from {self.root}.")
+        size = int(header[2])
+        data = batch.stdout.read(size)
+        batch.stdout.read(1)  # the newline after each object
+        return data
+
+    def read(self, entries: list[Entry], limit: int) -> Iterator[tuple[Entry, bytes | None]]:
+        for entry in entries:  # ls-tree gave each blob's exact size, already checked against the limit
+            yield entry, self._read_blob(entry.handle)
+
+    def close(self) -> None:
+        if self._batch is not None:
+            self._batch.stdin.close()
+            self._batch.stdout.close()
+            self._batch.wait()
+            self._batch = None
+
+
+def open_source(path: str, commit: str, exclusions: Exclusions):
+    """Return the source to read: the commit of the repository at ``path``, or the directory itself."""
+    if not os.path.exists(path):
+        raise SourceNotFound(f"The source {path} does not exist.")
+    if not os.path.isdir(path):
+        raise SourceNotFound(f"The source {path} is not a directory.")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise SourceNotFound(f"The source {path} cannot be read.")
+    if commit:
+        return GitSource(path, commit, exclusions)
+    return DirectorySource(path, exclusions)
