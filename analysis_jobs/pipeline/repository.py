@@ -100,14 +100,36 @@ class FactsCache:
             FileFacts.objects.using(self.using).bulk_create(rows, ignore_conflicts=True, batch_size=500)
 
 
-class RepositoryPipeline:
-    """The analysis a worker runs by default: ``resolve``, ``extract``, ``link``."""
+class MemoryFactsCache:
+    """A ``FactsCache`` in a dict, for analyses that must not touch a database (tests, benchmarks)."""
 
-    def __init__(self, config: PipelineConfig | None = None, *, monotonic=time.monotonic, using: str = "default"):
+    def __init__(self):
+        self.entries: dict[tuple[str, str], str] = {}
+
+    def get_many(self, keys):
+        return {key: json.loads(self.entries[key]) for key in keys if key in self.entries}
+
+    def put_many(self, facts):
+        for key, value in facts.items():
+            self.entries.setdefault(key, json.dumps(value, sort_keys=True, separators=(",", ":")))
+
+
+class RepositoryPipeline:
+    """The analysis a worker runs by default: ``resolve``, ``extract``, ``link``.
+
+    ``cache`` keeps per-file facts (the database table by default); with ``reuse`` off, no sealed snapshot is
+    looked up and every analysis runs to the end.
+    """
+
+    def __init__(
+        self, config: PipelineConfig | None = None, *, monotonic=time.monotonic, using: str = "default", cache=None,
+        reuse: bool = True,
+    ):
         self.config = config or PipelineConfig.from_settings()
         self.monotonic = monotonic
         self.using = using
-        self.cache = FactsCache(using)
+        self.cache = cache if cache is not None else FactsCache(using)
+        self.reuse = reuse
         self.stages = (Stage("resolve", self.resolve), Stage("extract", self.extract), Stage("link", self.link))
 
     # -- stages ------------------------------------------------------------------------------------------------
@@ -192,6 +214,8 @@ class RepositoryPipeline:
             raise ResourceExceeded(f"The analysis ran longer than {self.config.max_seconds:g} seconds (the ANALYSIS_MAX_SECONDS budget).")
 
     def _reuse(self, identity: str) -> None:
+        if not self.reuse:
+            return
         from ..models import AnalysisSnapshot, SnapshotState
 
         sealed = (
