@@ -1,0 +1,183 @@
+"""Sources: exclusions, safety rules, budgets, odd names and contents, and git revisions read from the object store."""
+
+import os
+
+import pytest
+
+from analysis_jobs.exceptions import ResourceExceeded, RevisionNotFound, SourceNotFound
+from analysis_jobs.pipeline.sources import Exclusions, is_unsafe, resolve_revision
+from tests.pipeline_support import analyse, commit_tree, git, write_tree
+
+
+def files(result):
+    return sorted(node_id[5:] for node_id in result.of_kind("file"))
+
+
+def test_default_and_gitignore_exclusions_skip_vendored_generated_and_ignored_paths(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "app.py": "",
+        "node_modules/left-pad/index.js": "",
+        "web/node_modules/x.js": "",
+        "build/out.py": "",
+        "pkg/__pycache__/app.cpython-311.pyc": b"\0",
+        "env/pyvenv.cfg": "home = /usr\n",
+        "env/lib/site.py": "",
+        ".gitignore": "*.log\nsecret/\n!keep.log\n",
+        "a.log": "",
+        "keep.log": "",
+        "secret/key.txt": "",
+        "docs/.gitignore": "draft.md\n",
+        "docs/draft.md": "",
+        "docs/final.md": "",
+        "draft.md": "",
+    })
+    result = analyse(root)
+    assert files(result) == [".gitignore", "app.py", "docs/.gitignore", "docs/final.md", "draft.md", "keep.log"]
+
+
+def test_gitignore_can_be_turned_off_and_the_defaults_replaced(tmp_path):
+    root = write_tree(tmp_path / "r", {".gitignore": "*.log\n", "a.log": "", "node_modules/x.js": "", "b.tmp": ""})
+    result = analyse(root, exclude=("*.tmp",), honour_gitignore=False)
+    assert files(result) == [".gitignore", "a.log", "node_modules/x.js"]
+
+
+def test_a_symlink_is_never_followed_in_or_out_of_the_source(tmp_path):
+    outside = write_tree(tmp_path / "outside", {"secret.py": "import hidden_dependency\n"})
+    root = write_tree(tmp_path / "r", {"real.py": "import os\n"})
+    os.symlink(outside / "secret.py", root / "escape.py")
+    os.symlink(outside, root / "escape_dir")
+    os.symlink("real.py", root / "alias.py")
+    result = analyse(root)
+    assert files(result) == ["real.py"]
+    assert "dep:pypi:hidden-dependency" not in result.nodes
+    codes = {node["attrs"]["code"]: [] for node in result.of_kind("diagnostic").values()}
+    for node in result.of_kind("diagnostic").values():
+        codes[node["attrs"]["code"]].append(node["evidence"][0]["path"])
+    assert codes == {"symlink-escapes-source": ["escape.py", "escape_dir"], "symlink-not-followed": ["alias.py"]}
+    assert str(tmp_path) not in result.text  # no absolute path anywhere in the facts
+
+
+def test_absolute_and_dot_dot_paths_are_unsafe():
+    assert is_unsafe(b"/etc/passwd") and is_unsafe(b"a/../../b") and is_unsafe(b"./a") and is_unsafe(b"a//b")
+    assert not is_unsafe(b"a/b.py") and not is_unsafe(b"..a/b")
+
+
+def test_binary_files_are_listed_not_parsed_and_oversized_files_are_not_read(tmp_path):
+    root = write_tree(tmp_path / "r", {"image.py": b"\x89PNG\0\0\0", "big.py": "x = 1\n" * 100, "small.py": "import os\n"})
+    result = analyse(root, max_file_bytes=100)
+    assert result.nodes["file:image.py"]["attrs"]["binary"] is True
+    assert "mod:py:image" not in result.nodes
+    big = result.nodes["file:big.py"]["attrs"]
+    assert (big["skipped"], big["sha256"], big["size"]) == ("too-large", "", 600)
+    assert "diag:file-too-large:big.py" in result.nodes and "mod:py:big" not in result.nodes
+    assert result.stats["read"] == 2
+
+
+def test_non_utf8_names_and_contents_are_handled(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / os.fsdecode(b"caf\xe9.py")).write_bytes(b"x = '\xff'\n")
+    (root / "na\u0303o.py").write_text("import os\n")  # decomposed: stored NFC in the facts
+    (root / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nname = '\xe9'\n")
+    result = analyse(root)
+    assert files(result) == ["caf\\xe9.py", "latin.py", "n\u00e3o.py"]
+    assert "diag:parse-error:caf\\xe9.py" in result.nodes
+    assert "diag:parse-error:latin.py" not in result.nodes
+    result.text.encode("utf-8")  # valid UTF-8 throughout
+
+
+def test_the_file_budget_fails_the_job_for_good(tmp_path):
+    root = write_tree(tmp_path / "r", {f"f{index}.txt": "" for index in range(5)})
+    with pytest.raises(ResourceExceeded, match="ANALYSIS_MAX_FILES") as raised:
+        analyse(root, max_files=4)
+    assert (raised.value.code, raised.value.retryable) == ("RI-RESOURCE-EXCEEDED", False)
+    assert analyse(root, max_files=5).summary["files"] == 5
+
+
+def test_the_byte_budget_counts_the_whole_source(tmp_path):
+    root = write_tree(tmp_path / "r", {"a.txt": "x" * 60, "b.txt": "x" * 60})
+    with pytest.raises(ResourceExceeded, match="ANALYSIS_MAX_TOTAL_BYTES"):
+        analyse(root, max_total_bytes=100)
+    assert analyse(root, max_total_bytes=120).summary["bytes"] == 120
+
+
+def test_the_time_budget_is_measured_on_the_injected_clock(tmp_path):
+    root = write_tree(tmp_path / "r", {f"f{index}.py": "" for index in range(3)})
+    ticks = iter(range(0, 1000, 10))  # each reading of the clock is 10 s later
+    with pytest.raises(ResourceExceeded, match="ANALYSIS_MAX_SECONDS"):
+        analyse(root, monotonic=lambda: next(ticks), max_seconds=25)
+
+
+def test_a_missing_source_or_a_file_is_refused(tmp_path):
+    with pytest.raises(SourceNotFound, match="does not exist"):
+        analyse(tmp_path / "nowhere")
+    (tmp_path / "file.txt").write_text("")
+    with pytest.raises(SourceNotFound, match="not a directory"):
+        analyse(tmp_path / "file.txt")
+
+
+# -- git revisions ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def repository(tmp_path):
+    root = write_tree(tmp_path / "repo", {"app.py": "import requests\n", "lib/util.py": "def f():\n    pass\n", ".gitignore": "*.log\n"})
+    first = commit_tree(root)
+    write_tree(root, {"app.py": "import httpx\n", "new.py": ""})
+    second = commit_tree(root)
+    return root, first, second
+
+
+def test_a_revision_resolves_to_its_commit_and_unknown_ones_are_refused(repository, tmp_path):
+    root, first, second = repository
+    assert resolve_revision(str(root), "HEAD") == second
+    assert resolve_revision(str(root), "HEAD~1") == first
+    assert resolve_revision(str(root / "lib"), first[:10]) == first
+    with pytest.raises(RevisionNotFound, match="names no commit"):
+        resolve_revision(str(root), "no-such-branch")
+    with pytest.raises(RevisionNotFound):
+        resolve_revision(str(root), "--output=/tmp/x")  # an option is never passed through to git
+    plain = write_tree(tmp_path / "plain", {"a.py": ""})
+    with pytest.raises(SourceNotFound, match="not a git repository"):
+        resolve_revision(str(plain), "HEAD")
+
+
+def test_a_revision_is_read_from_the_object_store_without_touching_the_work_tree(repository):
+    root, first, second = repository
+    write_tree(root, {"app.py": "import django\n", "dirty.py": "", "x.log": ""})
+    status = git(root, "status", "--porcelain")
+    old = analyse(root, commit=first)
+    assert files(old) == [".gitignore", "app.py", "lib/util.py"]
+    assert old.targets("mod:py:app", "imports") == ["dep:pypi:requests"]
+    assert files(analyse(root, commit=second)) == [".gitignore", "app.py", "lib/util.py", "new.py"]
+    assert git(root, "status", "--porcelain") == status  # work tree and index as they were
+    assert (root / "app.py").read_text() == "import django\n"
+
+
+def test_a_subfolder_of_a_repository_is_read_at_the_revision(repository):
+    root, first, _ = repository
+    result = analyse(root / "lib", commit=first)
+    assert files(result) == ["util.py"]
+
+
+def test_a_directory_and_the_revision_holding_the_same_files_give_the_same_hash(repository, tmp_path):
+    root, _, second = repository
+    clean = write_tree(tmp_path / "copy", {
+        "app.py": "import httpx\n", "lib/util.py": "def f():\n    pass\n", ".gitignore": "*.log\n", "new.py": "", "ignored.log": "x",
+    })
+    assert analyse(clean).hash == analyse(root, commit=second).hash
+
+
+def test_exclusions_apply_alike_to_a_revision(tmp_path):
+    root = write_tree(tmp_path / "repo", {"a.py": "", "node_modules/m.js": "", "sub/.gitignore": "gen.py\n", "sub/gen.py": ""})
+    commit = commit_tree(root)
+    assert files(analyse(root, commit=commit)) == ["a.py", "sub/.gitignore"]
+
+
+def test_exclusion_rules_follow_gitignore_precedence():
+    rules = Exclusions(["build/", "*.tmp"])
+    rules.add_gitignore("", b"!keep.tmp\n")
+    rules.add_gitignore("a", b"*.py\n!main.py\n")
+    assert rules.excluded("build", True) and not rules.excluded("build", False)
+    assert rules.excluded("x.tmp", False) and not rules.excluded("keep.tmp", False)
+    assert rules.excluded("a/x.py", False) and not rules.excluded("a/main.py", False) and not rules.excluded("b/x.py", False)
