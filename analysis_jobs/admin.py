@@ -5,12 +5,19 @@ Queue state is read-only here: a person asks (cancel, retry) and the control pla
 superusers see and act on their own jobs only.
 """
 
+import json
+
 from django.contrib import admin, messages
+from django.http import Http404, HttpResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from .clock import SystemClock
 from .control_plane import DatabaseControlPlane
 from .exceptions import CancelRefused
-from .models import AnalysisJob, AnalysisSnapshot, JobStatus
+from .paginators import ErrorCodeFilter, EstimatedCountPaginator
+from .models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from .pipeline.summary import describe
 
 clock = SystemClock()
 
@@ -28,10 +35,11 @@ class AnalysisJobAdmin(OwnedJobsMixin, admin.ModelAdmin):
     list_display = (
         "id", "source", "status", "stage", "progress", "attempts", "worker_id", "lease_remaining", "owner", "created_at",
     )
-    list_filter = ("status", "cancel_requested", "error_code")
+    list_filter = ("status", "cancel_requested", ErrorCodeFilter)
     search_fields = ("source", "worker_id", "error_code", "owner__username")
     list_select_related = ("owner",)
     show_full_result_count = False
+    paginator = EstimatedCountPaginator  # no full COUNT(*) of a million-row table per page view
     ordering = ("-created_at", "-id")
     actions = ["request_cancellation", "retry"]
     fields = (
@@ -109,11 +117,46 @@ class AnalysisSnapshotAdmin(OwnedJobsMixin, admin.ModelAdmin):
     search_fields = ("content_hash",)
     show_full_result_count = False
     exclude = ("facts",)
-    readonly_fields = ("state", "content_hash", "identity", "failure_code", "created_at", "sealed_at")
+    readonly_fields = ("state", "content_hash", "identity", "failure_code", "created_at", "sealed_at", "summary", "download")
 
     @staticmethod
     def owned(queryset, user):
         return queryset.filter(jobs__owner=user).distinct()
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("facts")  # the document can be megabytes; read it when shown
+
+    def get_urls(self):
+        download = path(
+            "<path:object_id>/facts.json",
+            self.admin_site.admin_view(self.download_facts),
+            name="analysis_jobs_analysissnapshot_facts",
+        )
+        return [download, *super().get_urls()]
+
+    @admin.display(description="summary")
+    def summary(self, snapshot):
+        if snapshot.state != SnapshotState.SEALED:
+            return "-"
+        document = json.loads(snapshot.facts)
+        lines = [f"schema {document.get('schema')}", *describe(document.get("summary") or {})]
+        return format_html("<pre>{}</pre>", "\n".join(lines))
+
+    @admin.display(description="canonical JSON")
+    def download(self, snapshot):
+        if snapshot.state != SnapshotState.SEALED:
+            return "-"
+        url = reverse("admin:analysis_jobs_analysissnapshot_facts", args=[snapshot.pk], current_app=self.admin_site.name)
+        return format_html('<a href="{}">Download facts ({} bytes)</a>', url, len(snapshot.facts.encode()))
+
+    def download_facts(self, request, object_id):
+        """Send a sealed snapshot's canonical JSON, byte for byte, to a user who may see the snapshot."""
+        snapshot = self.get_object(request, object_id)
+        if snapshot is None or not self.has_view_permission(request, snapshot) or snapshot.state != SnapshotState.SEALED:
+            raise Http404("No sealed snapshot with that id is visible to you.")
+        response = HttpResponse(snapshot.facts.encode(), content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="snapshot-{snapshot.pk}-{snapshot.content_hash[:12]}.json"'
+        return response
 
     def has_add_permission(self, request):
         return False

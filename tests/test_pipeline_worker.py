@@ -1,0 +1,153 @@
+"""The repository pipeline under the worker and the control plane: the cache, reuse by identity, revisions, budgets."""
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+from django.conf import settings
+
+from analysis_jobs.control_plane import DatabaseControlPlane
+from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, FileFacts, JobStatus, SnapshotState
+from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
+from analysis_jobs.pipeline.repository import identity_for_revision
+from analysis_jobs.worker import AnalysisWorker, JobOutcome
+from tests.pipeline_support import commit_tree, git, write_tree
+
+
+@pytest.fixture
+def run_job(control_plane, fake_clock):
+    """Claim the next job and run it with the repository pipeline built from the current settings."""
+
+    def run():
+        worker = AnalysisWorker(control_plane, pipeline=RepositoryPipeline(), clock=fake_clock, heartbeat_seconds=3600)
+        return worker.run(control_plane.claim_next("w1"))
+
+    return run
+
+
+def test_an_unchanged_directory_reuses_its_sealed_snapshot_and_a_changed_one_parses_only_the_change(
+    db, control_plane, run_job, tmp_path
+):
+    root = write_tree(tmp_path / "r", {"a.py": "import os\n", "b.py": "import sys\n", "c.js": "import x from 'y';\n"})
+    first, _ = control_plane.enqueue(str(root))
+    assert run_job() is JobOutcome.COMPLETED
+    first.refresh_from_db()
+    assert FileFacts.objects.count() == 3
+
+    second, _ = control_plane.enqueue(str(root))
+    assert run_job() is JobOutcome.COMPLETED
+    second.refresh_from_db()
+    assert (second.status, second.snapshot_id) == (JobStatus.COMPLETED, first.snapshot_id)
+    assert AnalysisSnapshot.objects.count() == 1  # the second attempt's building snapshot is gone, not failed
+
+    write_tree(root, {"b.py": "import json\n"})
+    third, _ = control_plane.enqueue(str(root))
+    assert run_job() is JobOutcome.COMPLETED
+    third.refresh_from_db()
+    assert third.snapshot_id != first.snapshot_id and third.snapshot.state == SnapshotState.SEALED
+    assert FileFacts.objects.count() == 4  # one new parse, two cache hits
+    assert third.snapshot.content_hash != first.snapshot.content_hash
+
+
+def test_a_syntax_error_is_a_diagnostic_and_the_job_completes(db, control_plane, run_job, tmp_path):
+    root = write_tree(tmp_path / "r", {"ok.py": "x = 1\n", "bad.py": "def f(:\n"})
+    job, _ = control_plane.enqueue(str(root))
+    assert run_job() is JobOutcome.COMPLETED
+    job.refresh_from_db()
+    assert '"diag:parse-error:bad.py"' in job.snapshot.facts
+
+
+def test_a_source_over_budget_fails_at_once_with_resource_exceeded(db, control_plane, run_job, tmp_path):
+    root = write_tree(tmp_path / "r", {f"f{index}.py": "" for index in range(3)})
+    job, _ = control_plane.enqueue(str(root), max_attempts=3)
+    with override_settings(ANALYSIS_JOBS={**settings.ANALYSIS_JOBS, "MAX_FILES": 2}):
+        assert run_job() is JobOutcome.FAILED
+    job.refresh_from_db()
+    assert (job.status, job.attempt, job.error_code) == (JobStatus.FAILED, 1, "RI-RESOURCE-EXCEEDED")
+    assert "ANALYSIS_MAX_FILES" in job.error_message
+    assert job.snapshot.state == SnapshotState.FAILED
+
+
+@pytest.fixture
+def repository(tmp_path):
+    root = write_tree(tmp_path / "repo", {"app.py": "import requests\n", "requirements.txt": "requests\n"})
+    first = commit_tree(root)
+    write_tree(root, {"app.py": "import httpx\n"})
+    second = commit_tree(root)
+    return root, first, second
+
+
+def test_enqueue_records_the_commit_and_the_worker_reads_that_commit_even_after_the_branch_moves(
+    db, run_job, repository, capsys
+):
+    root, first, second = repository
+    call_command("enqueue_analysis", str(root), "--revision", "HEAD")
+    job = AnalysisJob.objects.get()
+    assert (job.revision, job.commit, job.status) == ("HEAD", second, JobStatus.QUEUED)
+    write_tree(root, {"app.py": "import django\n"})
+    commit_tree(root)  # HEAD moves on before a worker picks the job up
+    assert run_job() is JobOutcome.COMPLETED
+    job.refresh_from_db()
+    assert '"dep:pypi:httpx"' in job.snapshot.facts and '"dep:pypi:django"' not in job.snapshot.facts
+    assert job.snapshot.identity == identity_for_revision(str(root), second)
+
+
+def test_a_revision_that_was_analysed_before_completes_at_enqueue(db, run_job, repository):
+    root, first, _ = repository
+    call_command("enqueue_analysis", str(root), "--revision", first)
+    assert run_job() is JobOutcome.COMPLETED
+    original = AnalysisJob.objects.get()
+    call_command("enqueue_analysis", str(root), "--revision", first[:12])
+    again = AnalysisJob.objects.exclude(pk=original.pk).get()
+    assert (again.status, again.commit, again.snapshot_id, again.attempt) == (JobStatus.COMPLETED, first, original.snapshot_id, 0)
+    assert DatabaseControlPlane().claim_next("w1") is None
+
+
+def test_an_unknown_revision_or_a_revision_of_a_plain_directory_queues_nothing(db, repository, tmp_path):
+    root, _, _ = repository
+    with pytest.raises(CommandError, match="names no commit") as raised:
+        call_command("enqueue_analysis", str(root), "--revision", "no-such-tag")
+    assert raised.value.returncode == 1
+    plain = write_tree(tmp_path / "plain", {"a.py": ""})
+    with pytest.raises(CommandError, match="not a git repository"):
+        call_command("enqueue_analysis", str(root), str(plain), "--revision", "HEAD")
+    assert not AnalysisJob.objects.exists()
+
+
+def test_a_job_queued_with_a_revision_but_no_commit_resolves_it_when_it_runs(db, control_plane, run_job, repository):
+    root, _, second = repository
+    job, _ = control_plane.enqueue(str(root), revision="HEAD")
+    assert run_job() is JobOutcome.COMPLETED
+    job.refresh_from_db()
+    assert job.snapshot.identity == identity_for_revision(str(root), second)
+
+
+def test_complete_with_snapshot_is_guarded(db, control_plane, make_job, fake_clock):
+    sealed = AnalysisSnapshot.objects.create(created_at=fake_clock.now())
+    AnalysisSnapshot.objects.filter(pk=sealed.pk).update(state=SnapshotState.SEALED, content_hash="a" * 64, sealed_at=fake_clock.now())
+    building = AnalysisSnapshot.objects.create(created_at=fake_clock.now())
+
+    make_job()
+    lease = control_plane.claim_next("w1")
+    assert control_plane.complete_with_snapshot(lease, building.pk) is False  # not sealed: nothing written
+    control_plane.request_cancel(lease.job_id)
+    assert control_plane.complete_with_snapshot(lease, sealed.pk) is False  # the cancellation wins
+    assert AnalysisJob.objects.get(pk=lease.job_id).status == JobStatus.RUNNING
+
+    make_job()
+    other = control_plane.claim_next("w2")
+    stale = type(other)(other.job_id, "someone-else", other.attempt, other.expires_at)
+    assert control_plane.complete_with_snapshot(stale, sealed.pk) is False
+    assert control_plane.complete_with_snapshot(other, sealed.pk) is True
+    assert AnalysisJob.objects.filter(pk=other.job_id, status=JobStatus.COMPLETED, snapshot_id=sealed.pk).exists()
+
+
+def test_the_facts_cache_is_shared_by_content_across_sources(db, tmp_path):
+    one = write_tree(tmp_path / "one", {"a.py": "import os\n"})
+    two = write_tree(tmp_path / "two", {"renamed.py": "import os\n"})
+    pipeline = RepositoryPipeline(reuse=False)
+    for root in (one, two):
+        state = AnalysisState(source=str(root))
+        for stage in pipeline.stages:
+            stage.run(state, lambda: None)
+    assert (state.values["stats"]["parsed"], state.values["stats"]["cached"]) == (0, 1)
+    assert FileFacts.objects.count() == 1

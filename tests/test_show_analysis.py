@@ -1,0 +1,71 @@
+"""``show_analysis``: a sealed snapshot's summary for people and scripts, and its canonical document byte for byte."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from analysis_jobs.control_plane import DatabaseControlPlane
+from analysis_jobs.models import AnalysisJob
+from analysis_jobs.pipeline import RepositoryPipeline
+from analysis_jobs.worker import AnalysisWorker, JobOutcome
+from tests.pipeline_support import write_tree
+
+
+def show(*args) -> str:
+    out = StringIO()
+    call_command("show_analysis", *[str(arg) for arg in args], stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def analysed(db, control_plane, fake_clock, tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "pkg/__init__.py": "",
+        "pkg/app.py": "import requests\n\n\ndef main():\n    return requests.get('https://api.example.com/v1')\n",
+        "bad.py": "def f(:\n",
+        "web/app.js": "import React from 'react';\n",
+        "requirements.txt": "requests==2.32.3\n",
+        "Dockerfile": "FROM python:3.12-slim\n",
+    })
+    job, _ = control_plane.enqueue(str(root))
+    worker = AnalysisWorker(control_plane, pipeline=RepositoryPipeline(), clock=fake_clock, heartbeat_seconds=3600)
+    assert worker.run(control_plane.claim_next("w1")) is JobOutcome.COMPLETED
+    return AnalysisJob.objects.select_related("snapshot").get(pk=job.pk)
+
+
+def test_the_summary_names_files_languages_modules_dependencies_services_iac_diagnostics_and_hash(analysed):
+    text = show(analysed.pk)
+    assert f"job {analysed.pk}  completed" in text
+    assert analysed.snapshot.content_hash in text
+    assert "files         6" in text
+    assert "languages     python 3, dockerfile 1, javascript 1, text 1" in text
+    assert "modules       python 3, javascript 1" in text
+    assert "dependencies  npm 1 (undeclared 1); pypi 1 (direct 1)" in text
+    assert "services      api.example.com" in text
+    assert "images python:3.12-slim" in text
+    assert "diagnostics   1" in text and "parse-error  bad.py:1" in text
+
+
+def test_json_gives_the_summary_to_scripts(analysed):
+    shown = json.loads(show(analysed.pk, "--json"))
+    assert (shown["job"], shown["graph_hash"], shown["schema"]) == (analysed.pk, analysed.snapshot.content_hash, "ri.v1")
+    assert shown["summary"]["dependencies"] == {
+        "npm": {"locked": 0, "total": 1, "undeclared": 1}, "pypi": {"direct": 1, "locked": 0, "total": 1},
+    }
+    assert shown["diagnostics"] == [{"code": "parse-error", "line": 1, "message": "invalid syntax", "path": "bad.py"}]
+
+
+def test_facts_prints_the_canonical_document_byte_for_byte(analysed):
+    assert show(analysed.pk, "--facts") == analysed.snapshot.facts + "\n"
+
+
+def test_a_job_without_a_sealed_snapshot_or_no_job_is_an_error(db, control_plane, tmp_path):
+    job, _ = control_plane.enqueue(str(tmp_path))
+    with pytest.raises(CommandError, match=f"Job {job.pk} has no sealed snapshot \\(it is queued\\)"):
+        show(job.pk)
+    with pytest.raises(CommandError, match="No job with id 999"):
+        show(999)
+    with pytest.raises(CommandError, match="not both"):
+        show(job.pk, "--json", "--facts")
