@@ -15,6 +15,7 @@ from django.utils.html import format_html
 from .clock import SystemClock
 from .control_plane import DatabaseControlPlane
 from .exceptions import CancelRefused
+from .paginators import ErrorCodeFilter, EstimatedCountPaginator
 from .models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from .pipeline.summary import describe
 
@@ -34,10 +35,11 @@ class AnalysisJobAdmin(OwnedJobsMixin, admin.ModelAdmin):
     list_display = (
         "id", "source", "status", "stage", "progress", "attempts", "worker_id", "lease_remaining", "owner", "created_at",
     )
-    list_filter = ("status", "cancel_requested", "error_code")
+    list_filter = ("status", "cancel_requested", ErrorCodeFilter)
     search_fields = ("source", "worker_id", "error_code", "owner__username")
     list_select_related = ("owner",)
     show_full_result_count = False
+    paginator = EstimatedCountPaginator  # no full COUNT(*) of a million-row table per page view
     ordering = ("-created_at", "-id")
     actions = ["request_cancellation", "retry"]
     fields = (

@@ -107,6 +107,12 @@ class AnalysisJob(models.Model):
             models.Index(fields=["created_at", "id"], condition=Q(status="queued"), name="job_claim_idx"),
             # The stale sweep: running jobs whose lease lapsed.
             models.Index(fields=["lease_expires_at"], condition=Q(status="running"), name="job_expired_lease_idx"),
+            # The admin's job list, newest first, whole or filtered by status: a page is read off an index
+            # instead of sorting the table.
+            models.Index(fields=["created_at", "id"], name="job_list_idx"),
+            models.Index(fields=["status", "created_at", "id"], name="job_list_status_idx"),
+            # The admin's error-code filter; most jobs have none, so only the ones that do are indexed.
+            models.Index(fields=["error_code"], condition=~Q(error_code=""), name="job_error_code_idx"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="job_status_valid"),
