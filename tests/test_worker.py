@@ -334,7 +334,7 @@ def test_a_cancellation_from_another_connection_mid_stage_is_honoured(transactio
     job = make_job()
     action, entered, release = blocking_stage()
     pipeline = StagedPipeline("long", "after", actions={"long": action})
-    thread, result = run_in_thread(worker_for(pipeline), control_plane.claim_next("w1"))
+    thread, result = run_in_thread(worker_for(pipeline), control_plane.claim(job.pk, "w1"))
     try:
         assert entered.wait(30)
         assert control_plane.request_cancel(job.pk).value == "requested"
@@ -343,7 +343,10 @@ def test_a_cancellation_from_another_connection_mid_stage_is_honoured(transactio
         thread.join()
     assert result == {"outcome": JobOutcome.CANCELLED}
     assert pipeline.ran == ["long"]
-    assert (row(job.pk)["status"], AnalysisSnapshot.objects.get().state) == (JobStatus.CANCELLED, SnapshotState.FAILED)
+    after = row(job.pk)
+    assert (after["status"], AnalysisSnapshot.objects.get(pk=after["snapshot_id"]).state) == (
+        JobStatus.CANCELLED, SnapshotState.FAILED,
+    )
 
 
 def test_a_reclaim_from_another_connection_mid_stage_leaves_the_worker_writing_nothing(
@@ -352,12 +355,13 @@ def test_a_reclaim_from_another_connection_mid_stage_leaves_the_worker_writing_n
     job = make_job()
     action, entered, release = blocking_stage()
     pipeline = StagedPipeline("long", "after", actions={"long": action})
-    thread, result = run_in_thread(worker_for(pipeline), control_plane.claim_next("w1"))
+    thread, result = run_in_thread(worker_for(pipeline), control_plane.claim(job.pk, "w1"))
     try:
         assert entered.wait(30)
         fake_clock.advance(LEASE + 1)
         sweeper = DatabaseControlPlane(clock=fake_clock, lease_seconds=LEASE)
-        taken = sweeper.reclaim(sweeper.expired_leases()[0], "sweeper")
+        [expired] = [e for e in sweeper.expired_leases() if e.job_id == job.pk]
+        taken = sweeper.reclaim(expired, "sweeper")
         assert taken is not None
         job_after_reclaim, snapshots_after_reclaim = row(job.pk), snapshot_rows()
     finally:
@@ -390,7 +394,7 @@ def test_the_heartbeat_stops_a_long_stage_when_cancellation_is_requested(
 
     pipeline = StagedPipeline("long", "after", actions={"long": long_stage})
     worker = AnalysisWorker(control_plane, pipeline=pipeline, clock=fake_clock, heartbeat_seconds=0.01)
-    thread, result = run_in_thread(worker, control_plane.claim_next("w1"))
+    thread, result = run_in_thread(worker, control_plane.claim(job.pk, "w1"))
     try:
         assert entered.wait(30)
         control_plane.request_cancel(job.pk)
