@@ -13,6 +13,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+# The longest duration an option takes. Beyond it a lease's expiry overflows the date type and a wait overflows
+# the thread timeout, so the worker would loop on the error instead of refusing the value up front.
+MAX_SECONDS = 7 * 24 * 3600
+
+
 def non_negative_float(text: str) -> float:
     try:
         value = float(text)
@@ -20,6 +25,8 @@ def non_negative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds, 0 or more")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text} must be at most {MAX_SECONDS} seconds (a week)")
     return value
 
 

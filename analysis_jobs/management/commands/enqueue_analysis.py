@@ -105,7 +105,15 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: not a directory; nothing was queued.")
         if not os.access(path, os.R_OK | os.X_OK):
             raise CommandError(f"{path}: permission denied; nothing was queued.")
-        return os.path.realpath(path)
+        source = os.path.realpath(path)
+        shown = os.fsencode(source).decode("utf-8", errors="backslashreplace")
+        if shown != source:
+            # The job stores its source as text: a name that is not UTF-8 could be neither stored nor found again.
+            raise CommandError(f"{shown}: the path is not valid UTF-8; rename it to queue it. Nothing was queued.")
+        limit = AnalysisJob._meta.get_field("source").max_length
+        if len(source) > limit:
+            raise CommandError(f"{source[:60]}...: the path is longer than {limit} characters; nothing was queued.")
+        return source
 
     def _follow(self, job, interval):
         """Poll the job and draw its progress until it ends."""
