@@ -54,11 +54,12 @@ def source_dir(tmp_path):
 def commit_all(root) -> str:
     """Make ``root`` a git repository with everything in it committed; return the commit id."""
     git = ["git", "-C", str(root), "-c", "user.name=test", "-c", "user.email=test@example.com"]
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
     if not (Path(root) / ".git").exists():
-        subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "fixture"], check=True)
-    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+        subprocess.run([*git, "init", "-q"], check=True, env=env)
+    subprocess.run([*git, "add", "-A"], check=True, env=env)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "fixture"], check=True, env=env)
+    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True, env=env).stdout.strip()
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """Helpers for the pipeline tests: run the real pipeline on a tree without a database, write fixture trees."""
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -64,7 +65,8 @@ def write_tree(root: Path, files: dict) -> Path:
 
 def git(root, *args) -> str:
     command = ["git", "-C", str(root), "-c", "user.name=test", "-c", "user.email=test@example.com", *args]
-    return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}  # e.g. run from a hook
+    return subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout.strip()
 
 
 def commit_tree(root) -> str:

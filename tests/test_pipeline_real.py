@@ -86,25 +86,28 @@ def test_an_incremental_reanalysis_parses_only_the_changed_files_and_converges_w
 def project_tree(tmp_path_factory):
     """This project's committed tree, unpacked by ``git archive`` (the work tree changes while tests run)."""
     target = tmp_path_factory.mktemp("project")
-    archive = subprocess.run(["git", "-C", str(PROJECT), "archive", "HEAD"], check=True, capture_output=True).stdout
+    commit = git(PROJECT, "rev-parse", "HEAD")  # pinned: others may commit while this module runs
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+    archive = subprocess.run(["git", "-C", str(PROJECT), "archive", commit], check=True, capture_output=True, env=env).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(target, filter="data")
-    return target
+    return target, commit
 
 
 def test_the_project_tree_counts_match_and_its_revision_gives_the_same_hash(project_tree):
-    result = analyse(project_tree)
-    files, python = walk_count(project_tree)
+    tree, commit = project_tree
+    result = analyse(tree)
+    files, python = walk_count(tree)
     assert (result.summary["files"], result.summary["modules"]["python"]) == (files, python)
     assert "mod:py:analysis_jobs.pipeline.repository" in result.nodes
     assert "dep:pypi:django" in result.targets("mod:py:analysis_jobs.models", "imports")
     assert result.nodes["dep:pypi:django"]["attrs"]["declared"] is True  # requirements.txt
-    assert analyse(PROJECT, commit=git(PROJECT, "rev-parse", "HEAD")).hash == result.hash
+    assert analyse(PROJECT, commit=commit).hash == result.hash
 
 
 def test_a_few_changed_files_are_all_that_is_parsed_again(project_tree, tmp_path):
     copy = tmp_path / "project"
-    shutil.copytree(project_tree, copy)
+    shutil.copytree(project_tree[0], copy)
     cache = MemoryFactsCache()
     first = analyse(copy, cache=cache)
     (copy / "analysis_jobs" / "clock.py").write_text((copy / "analysis_jobs" / "clock.py").read_text() + "\n\ndef extra():\n    pass\n")

@@ -15,6 +15,8 @@ def nfc(text: str) -> str:
 
 
 def _attrs(attrs: dict) -> dict:
+    if not attrs:
+        return {}
     clean = {}
     for key, value in attrs.items():
         if isinstance(value, str):
@@ -26,7 +28,8 @@ def _attrs(attrs: dict) -> dict:
 
 
 def _key(attrs: dict) -> tuple:
-    return tuple(sorted((key, repr(value)) for key, value in attrs.items()))
+    # Keys are unique, so sorting never compares two values (which may be of different types).
+    return tuple(sorted(attrs.items())) if attrs else ()
 
 
 class GraphBuilder:
@@ -44,7 +47,7 @@ class GraphBuilder:
             for key, value in _attrs(attrs).items():
                 found[1].setdefault(key, value)  # first report wins; reports arrive in path order
         if evidence is not None:
-            found[2].add(evidence)
+            found[2].add((nfc(evidence[0]), *evidence[1:]))
         return node_id
 
     def has_node(self, node_id: str) -> bool:
@@ -57,7 +60,7 @@ class GraphBuilder:
         if found is None:
             found = self._edges[key] = (attrs, set())
         if evidence is not None:
-            found[1].add(evidence)
+            found[1].add((nfc(evidence[0]), *evidence[1:]))
 
     def build(self) -> tuple[list, list]:
         """Return ``(nodes, edges)`` in their canonical order."""
@@ -73,4 +76,5 @@ class GraphBuilder:
 
 
 def _evidence(items: set) -> list:
-    return [{"path": nfc(path), "lines": [first, last], "extractor": extractor} for path, first, last, extractor in sorted(items)]
+    ordered = sorted(items) if len(items) > 1 else items
+    return [{"path": path, "lines": [first, last], "extractor": extractor} for path, first, last, extractor in ordered]

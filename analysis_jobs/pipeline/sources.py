@@ -176,8 +176,15 @@ class DirectorySource:
         pass
 
 
+def _git_environment() -> dict:
+    """The environment for git: none of the caller's ``GIT_*`` (a ``GIT_DIR`` would point at another repository)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+    env.update(GIT_ENV)
+    return env
+
+
 def _git(path: str, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, **GIT_ENV)
+    env = _git_environment()
     try:
         return subprocess.run(["git", "-C", path, *args], input=data, capture_output=True, env=env, check=False)
     except FileNotFoundError:
@@ -280,7 +287,7 @@ class GitSource:
 
     def _read_blob(self, oid: str) -> bytes:
         if self._batch is None:
-            env = dict(os.environ, **GIT_ENV)
+            env = _git_environment()
             self._batch = subprocess.Popen(
                 ["git", "-C", self.root, "cat-file", "--batch"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
