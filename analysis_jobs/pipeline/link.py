@@ -14,10 +14,11 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 
+from .extractors import INVENTORY_VERSION
 from .extractors.manifests import pypi_name
 from .graph import GraphBuilder
 
-INVENTORY = "inventory@1"
+INVENTORY = f"inventory@{INVENTORY_VERSION}"
 
 # Import names whose distribution is called something else (the rest: the PEP 503 name of the import).
 IMPORT_TO_DISTRIBUTION = {

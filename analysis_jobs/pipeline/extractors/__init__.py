@@ -99,6 +99,9 @@ def _line(error: Exception) -> int:
     return int(found.group(1)) if found else 1
 
 
+INVENTORY_VERSION = "1"  # the file and repository facts the pipeline itself records
+
+
 def extractor_versions() -> dict[str, str]:
     """Return every extractor's name and version (part of a snapshot's identity and document)."""
-    return {extractor.name: extractor.version for extractor in ALL}
+    return {"inventory": INVENTORY_VERSION, **{extractor.name: extractor.version for extractor in ALL}}
