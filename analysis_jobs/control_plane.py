@@ -6,8 +6,10 @@ State machine (``JobStatus``)::
     queued --claim--> running --complete--> completed
       ^                 |  \\--fail (budget spent, or not retryable)--> failed
       |                 |   \\--finish_cancelled (cancel_requested seen)--> cancelled
+      |                 |    \\--complete_with_snapshot (the same analysis was sealed before)--> completed
       +--requeue/hand_back/sweep--+
     queued --request_cancel--> cancelled
+    (enqueue of a revision whose identity has a sealed snapshot creates the job completed, never queued)
 
 Lease model. ``claim`` is a compare-and-swap: one ``UPDATE`` whose filter is the guard (``status='queued'``)
 and whose row count says who won. The winner holds a lease until ``lease_expires_at`` and proves ownership on

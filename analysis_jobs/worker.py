@@ -7,6 +7,8 @@ stage and raises flags that the stage's ``check()`` turns into an exception betw
 
 - all stages ran: seal the snapshot (commit one), then complete the job (commit two). A sealed snapshot wins
   over a cancellation that arrives after it; if the worker dies between the commits, the sweep heals the job.
+- a stage found a sealed snapshot with the same identity (``SnapshotReused``): the job completes pointing at it
+  (``complete_with_snapshot``), unless cancellation won first.
 - cancellation seen: the job is cancelled (``RI-JOB-CANCELLED``) and its building snapshot failed.
 - lease lost: the worker stops and writes nothing more; whoever owns the job now decides.
 - shutting down: the job goes back to the queue with its attempt refunded.
