@@ -142,7 +142,7 @@ class Procrastinate:
         self.conn.execute("TRUNCATE procrastinate_jobs RESTART IDENTITY CASCADE")
 
     def enqueue(self, count):
-        subprocess.run([sys.executable, "-m", "bench.peers.procrastinate_app", str(count)], env=self.env, check=True, cwd=str(_root()))
+        subprocess.run([sys.executable, "-m", "bench.peers.procrastinate_enqueue", str(count)], env=self.env, check=True, cwd=str(_root()))
 
     def start(self, index, *args):
         return spawn([sys.executable, "-m", "procrastinate", f"--app={self.app}", "worker"], self.env, f"{self.key}-{index}")

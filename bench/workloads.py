@@ -219,6 +219,7 @@ def idle(ctx):
         marker.close()
     log = Path(ctx.cluster.log).read_text(errors="replace")
     section = log.split("bench-idle-start", 1)[1].split("bench-idle-end", 1)[0]
+    section = section.split("\n", 1)[1].rsplit("\n", 1)[0]  # whole lines only, the markers' own left out
     statements = [line for line in section.splitlines() if "db=idle" in line and "statement:" in line]
     claims = [s for s in statements if "WITH candidate" in s]
     sweeps = [s for s in statements if "'running'" in s and "lease_expires_at" in s and "candidate" not in s]
@@ -278,7 +279,8 @@ def enqueue(ctx):
             )
             command.append(count / (time.monotonic() - t0))
         out[key] = {"in_process_per_s": median(inproc), "command_per_s": median(command)}
-        print(f"   {key}: {out[key]['in_process_per_s'] or 0:.0f} jobs/s in process (PostgreSQL only), {out[key]['command_per_s']:.0f} jobs/s as a command (with start-up)", flush=True)
+        inside = f"{out[key]['in_process_per_s']:.0f} jobs/s in process, " if inproc else ""
+        print(f"   {key}: {inside}{out[key]['command_per_s']:.0f} jobs/s as a command (with start-up)", flush=True)
     return out
 
 
