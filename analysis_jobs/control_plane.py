@@ -350,23 +350,25 @@ class DatabaseControlPlane:
     def renew(self, lease: JobLease, now: dt.datetime | None = None, **progress) -> LeaseRenewal:
         """Extend ``lease`` (saving ``stage``/``progress`` if given) and report whether cancellation was asked.
 
-        The update and the read of ``cancel_requested`` share one transaction, and the update holds the row's
-        write lock until it commits, so no cancellation can slip between them. ``lost`` means the worker must
-        stop and write nothing; ``deferred`` means the database refused the write for now (a busy SQLite lock or
-        a server that is away) and ownership is as it was.
+        The flag is read by the renewal itself: the first update's guard includes ``cancel_requested=False``, so
+        when it matches, no cancellation had been accepted at the instant the lease was extended; when only the
+        second (flag-blind) update matches, one had. The flag never goes back to False, so nothing slips between
+        the two. The usual case is one statement. ``lost`` means the worker must stop and write nothing;
+        ``deferred`` means the database refused the write for now (a busy SQLite lock or a server that is away)
+        and ownership is as it was.
         """
         now = self._now(now)
         changes = dict(progress, lease_expires_at=now + dt.timedelta(seconds=self.lease_seconds), updated_at=now)
+        owned = self._owned(lease)
         try:
-            with transaction.atomic(using=self.using):
-                owned = self._owned(lease)
-                if owned.update(**changes) != 1:
-                    return LeaseRenewal(RenewalOutcome.LOST)
-                cancel_requested = owned.values_list("cancel_requested", flat=True).get()
+            if owned.filter(cancel_requested=False).update(**changes) == 1:
+                return LeaseRenewal(RenewalOutcome.RENEWED, cancel_requested=False)
+            if owned.update(**changes) == 1:
+                return LeaseRenewal(RenewalOutcome.RENEWED, cancel_requested=True)
         except (OperationalError, InterfaceError):
             logger.warning("job id=%s attempt=%s event=renew_deferred worker=%s", lease.job_id, lease.attempt, lease.worker_id)
             return LeaseRenewal(RenewalOutcome.DEFERRED)
-        return LeaseRenewal(RenewalOutcome.RENEWED, cancel_requested=cancel_requested)
+        return LeaseRenewal(RenewalOutcome.LOST)
 
     def update_owned(
         self, lease: JobLease, *, require_cancel_not_requested: bool = False, require_unsealed: bool = False, **fields
@@ -411,13 +413,16 @@ class DatabaseControlPlane:
     # -- the owner's transitions -------------------------------------------------------------------------------
 
     def begin_snapshot(self, lease: JobLease) -> int | None:
-        """Create this attempt's building snapshot and attach it to the job; None if the lease is gone."""
+        """Create this attempt's building snapshot and attach it to the job; None if the lease is gone.
+
+        Two autocommit statements rather than a transaction: a crash between them leaves an unattached building
+        snapshot, which no job points at and nothing reads.
+        """
         now = self.clock.now()
-        with transaction.atomic(using=self.using):
-            snapshot = AnalysisSnapshot.objects.using(self.using).create(created_at=now)
-            if not self.update_owned(lease, snapshot_id=snapshot.pk):
-                transaction.set_rollback(True, using=self.using)
-                return None
+        snapshot = AnalysisSnapshot.objects.using(self.using).create(created_at=now)
+        if not self.update_owned(lease, snapshot_id=snapshot.pk, updated_at=now):
+            snapshot.delete()
+            return None
         return snapshot.pk
 
     def seal(self, lease: JobLease, *, snapshot_id: int, facts: str, content_hash: str, identity: str = "") -> bool:

@@ -202,7 +202,7 @@ class AnalysisWorker:
                 faults.checkpoint(f"after-stage:{stage.name}")
             facts = canonical_json(self.pipeline.document(state))
             digest = content_hash(facts)
-            self._boundary(lease, flags, "seal", progress=95)
+            flags.check()  # the seal's own guard renews the lease and refuses a cancelled job
             if not cp.seal(lease, snapshot_id=snapshot_id, facts=facts, content_hash=digest, identity=self.pipeline.identity(state)):
                 self._raise_for_lost_or_cancelled(lease)
             faults.checkpoint("after-seal")
