@@ -20,7 +20,7 @@ from analysis_jobs.models import AnalysisJob, JobStatus
 
 from .harness import ROOT, assert_clean_audit, engine, distinct_sources, queue_audit, seals_per_job, wait_until
 
-JOBS = int(os.environ.get("PARTHA_SOAK_JOBS", "180"))
+JOBS = int(os.environ.get("PARTHA_SOAK_JOBS", "600"))
 WORKERS = 4
 LEASE = 2.0
 SWEEP = 0.5
