@@ -75,6 +75,22 @@ def tree_digest(records: list[FileRecord]) -> str:
     return digest.hexdigest()
 
 
+def _pause_cycle_collector() -> bool:
+    """Stop the cycle collector while facts are built; return whether it was running.
+
+    Syntax trees and facts hold no reference cycles, so reference counting frees them; with the collector on,
+    every few thousand allocations it would rescan every fact gathered so far.
+    """
+    running = gc.isenabled()
+    gc.disable()
+    return running
+
+
+def _resume_cycle_collector(running: bool) -> None:
+    if running:
+        gc.enable()
+
+
 class FactsCache:
     """Per-file facts by (sha256, extractor key), read and written in bulk."""
 
@@ -149,10 +165,7 @@ class RepositoryPipeline:
         stats = state.values["stats"] = {"listed": 0, "read": 0, "parsed": 0, "cached": 0}
         records: list[FileRecord] = []
         config, pending, total = self.config, [], 0
-        # Syntax trees hold no reference cycles, so refcounting frees them; without this the cycle collector
-        # would rescan every fact gathered so far each few thousand allocations while a tree is built.
-        collecting = gc.isenabled()
-        gc.disable()
+        paused = _pause_cycle_collector()
         try:
             for entry in source.entries():
                 check()
@@ -175,8 +188,7 @@ class RepositoryPipeline:
                     pending = []
             self._read_batch(state, source, pending, records, check)
         finally:
-            if collecting:
-                gc.enable()
+            _resume_cycle_collector(paused)
             source.close()
         state.values["records"] = records
 
@@ -186,7 +198,11 @@ class RepositoryPipeline:
             state.values["identity"] = snapshot_identity(state.values["source_identity"], f"tree:{tree_digest(records)}", self.config)
             self._reuse(state.values["identity"])
         check()
-        nodes, edges = Linker(records).link().build()
+        paused = _pause_cycle_collector()
+        try:
+            nodes, edges = Linker(records).link().build()
+        finally:
+            _resume_cycle_collector(paused)
         check()
         state.values["document"] = {
             "schema": SCHEMA,
