@@ -45,12 +45,16 @@ def _cases(tmp_path: Path, db_env: dict) -> list[tuple[str, list[str], dict, str
     too_long = tmp_path / "/".join(["d" * 200] * 6)
     too_long.mkdir(parents=True)
     empty_db = f"sqlite:///{tmp_path / 'unmigrated.sqlite3'}"
+    not_utf8_list = tmp_path / "paths.txt"
+    not_utf8_list.write_bytes(f"{plain}\n".encode() + b"caf\xe9\n")
     return [
         ("missing source", ["enqueue_analysis", str(tmp_path / "nope")], {}, "no such file or directory; nothing was queued"),
         ("source is a file", ["enqueue_analysis", str(a_file)], {}, "not a directory; nothing was queued"),
         ("no source at all", ["enqueue_analysis"], {}, "Give at least one PATH"),
         ("source path not UTF-8", ["enqueue_analysis", not_utf8], {}, "the path is not valid UTF-8"),
         ("source path too long", ["enqueue_analysis", str(too_long)], {}, "longer than 1024 characters"),
+        ("--from-file not UTF-8", ["enqueue_analysis", "--from-file", str(not_utf8_list)], {}, "the list of paths is not UTF-8 text"),
+        ("--from-file missing", ["enqueue_analysis", "--from-file", str(tmp_path / "no-list")], {}, "cannot read the list of paths"),
         ("unknown revision", ["enqueue_analysis", str(repository), "--revision", "no-such-branch"], {}, "names no commit"),
         ("revision of a non-repository", ["enqueue_analysis", str(plain), "--revision", "main"], {}, "is not a git repository"),
         ("unknown owner", ["enqueue_analysis", str(plain), "--owner", "ghost"], {}, "No user is called 'ghost'"),

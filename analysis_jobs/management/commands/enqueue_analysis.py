@@ -81,6 +81,8 @@ class Command(BaseCommand):
                     lines = handle.read().splitlines()
         except OSError as exc:
             raise CommandError(f"{name}: cannot read the list of paths ({exc.strerror}); nothing was queued.") from None
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"{name}: the list of paths is not UTF-8 text (byte {exc.start}); nothing was queued.") from None
         return [line for line in lines if line.strip()]
 
     def _commit(self, source, revision):
