@@ -50,10 +50,6 @@ class LeaseLost(Exception):
     """The worker no longer owns the job; it must stop and write nothing more."""
 
 
-class HandBack(Exception):
-    """The worker is shutting down and gives the job back to the queue unfinished."""
-
-
 class CancelRefused(Exception):
     """The job cannot be cancelled (it is already finished, or does not exist)."""
 

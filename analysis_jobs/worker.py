@@ -11,7 +11,8 @@ stage and raises flags that the stage's ``check()`` turns into an exception betw
   (``complete_with_snapshot``), unless cancellation won first.
 - cancellation seen: the job is cancelled (``RI-JOB-CANCELLED``) and its building snapshot failed.
 - lease lost: the worker stops and writes nothing more; whoever owns the job now decides.
-- shutting down: the job goes back to the queue with its attempt refunded.
+- shutting down: the runner hands the job back (attempt refunded) from its grace timer, which also marks the
+  lease lost here, so the stage stops at its next ``check()`` and writes nothing more.
 - any other error: ``decisions.decide_failure`` says requeue with backoff or fail, and the control plane does it.
 """
 
@@ -27,7 +28,7 @@ from . import faults
 from .clock import Clock, SystemClock
 from .control_plane import DatabaseControlPlane, JobLease, is_database_unavailable
 from .decisions import Fail, decide_failure
-from .exceptions import HandBack, JobCancelled, LeaseLost
+from .exceptions import JobCancelled, LeaseLost
 from .models import AnalysisJob, JobStatus
 from .pipeline import AnalysisState, Pipeline, SnapshotReused, canonical_json, content_hash, default_pipeline
 
@@ -39,7 +40,6 @@ class JobOutcome(enum.Enum):
     CANCELLED = "cancelled"
     REQUEUED = "requeued"
     FAILED = "failed"
-    HANDED_BACK = "handed_back"
     LOST = "lost"  # the lease went to someone else; this worker wrote nothing after it noticed
 
 
@@ -49,13 +49,10 @@ class _Flags:
     def __init__(self):
         self.cancel = threading.Event()
         self.lost = threading.Event()
-        self.hand_back = threading.Event()
 
     def check(self) -> None:
         if self.lost.is_set():
             raise LeaseLost()
-        if self.hand_back.is_set():
-            raise HandBack()
         if self.cancel.is_set():
             raise JobCancelled()
 
@@ -223,8 +220,6 @@ class AnalysisWorker:
         except LeaseLost:
             logger.warning("job id=%s attempt=%s state=abandoned worker=%s", lease.job_id, lease.attempt, lease.worker_id)
             return JobOutcome.LOST
-        except HandBack:
-            return JobOutcome.HANDED_BACK if cp.hand_back(lease) else JobOutcome.LOST
         except Exception as error:
             if is_database_unavailable(error):
                 # The database went away under us: nothing can be written now. The lease lapses and the
