@@ -7,6 +7,7 @@ a table of every setting.
 """
 
 import os
+import warnings
 from pathlib import Path
 
 import environ
@@ -64,7 +65,10 @@ WSGI_APPLICATION = "partha.wsgi.application"
 def _database(url):
     """Return Django's database settings for ``url``, tuned so many worker processes can share it."""
     try:
-        config = environ.Env.db_url_config(url)
+        # django-environ warns about a URL it half understands by printing what it parsed, password included.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = environ.Env.db_url_config(url)
     except (ImproperlyConfigured, ValueError, KeyError) as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL ({exc.__class__.__name__}).") from None
     engine = config.get("ENGINE", "")

@@ -118,15 +118,25 @@ class Command(BaseCommand):
         return source
 
     def _follow(self, job, interval):
-        """Poll the job and draw its progress until it ends."""
-        with tqdm(total=100, desc=f"job {job.pk}", unit="%", file=self.stderr._out, disable=None) as bar:
-            while True:
-                job = AnalysisJob.objects.select_related("snapshot").get(pk=job.pk)
-                bar.set_postfix_str(f"{job.status} {job.stage}".strip())
-                bar.update(job.progress - bar.n)
-                if job.is_terminal:
-                    break
-                time.sleep(interval)
+        """Poll the job and show its progress until it ends: a bar on a terminal, else a line per change."""
+        shown = None
+        try:
+            with tqdm(total=100, desc=f"job {job.pk}", unit="%", file=self.stderr._out, disable=None) as bar:
+                while True:
+                    job = AnalysisJob.objects.select_related("snapshot").get(pk=job.pk)
+                    bar.set_postfix_str(f"{job.status} {job.stage}".strip())
+                    bar.update(job.progress - bar.n)
+                    if bar.disable and (job.status, job.stage, job.progress) != shown and not job.is_terminal:
+                        shown = (job.status, job.stage, job.progress)
+                        self.stderr.write(job_line(job))
+                    if job.is_terminal:
+                        break
+                    time.sleep(interval)
+        except KeyboardInterrupt:
+            raise CommandError(
+                f"Stopped following job {job.pk}; it is still {job.status}. Follow it with `analysis_status {job.pk}`.",
+                returncode=130,
+            ) from None
         self.stderr.write(job_line(job))
         return job
 
