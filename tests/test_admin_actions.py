@@ -1,0 +1,47 @@
+"""The admin's actions report what they did, and Retry queues a finished job again as a new job."""
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from analysis_jobs.models import AnalysisJob, JobStatus
+
+CHANGELIST = "admin:analysis_jobs_analysisjob_changelist"
+
+
+@pytest.fixture
+def admin_client(client, db):
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    return client
+
+
+def _post(client, action, *jobs):
+    data = {"action": action, "_selected_action": [job.pk for job in jobs], "index": 0}
+    return client.post(reverse(CHANGELIST), data, follow=True)
+
+
+def test_the_changelist_shows_the_queue_columns(admin_client, control_plane, make_job):
+    job = make_job()
+    control_plane.claim(job.pk, "worker-7")
+    page = admin_client.get(reverse(CHANGELIST)).content.decode()
+    for heading in ("status", "stage", "progress", "attempt", "worker id", "lease left", "owner", "created at"):
+        assert f">{heading}<" in page.lower() or f">{heading}</a>" in page.lower(), heading
+    assert "worker-7" in page and "1/3" in page
+
+
+def test_retry_queues_a_failed_job_as_a_new_job_and_reports_the_ineligible(admin_client, fake_clock, make_job):
+    failed = make_job(status=JobStatus.FAILED, completed_at=fake_clock.now(), error_code="RI-JOB-FAILED")
+    queued = make_job()
+    response = _post(admin_client, "retry", failed, queued)
+    assert "Queued 1 job(s) again. 1 not eligible" in response.content.decode()
+    again = AnalysisJob.objects.exclude(pk__in=[failed.pk, queued.pk]).get()
+    assert (again.source, again.revision, again.status) == (failed.source, failed.revision, JobStatus.QUEUED)
+    assert AnalysisJob.objects.get(pk=failed.pk).status == JobStatus.FAILED  # the old row is history
+
+
+def test_request_cancellation_reports_acted_and_ineligible(admin_client, fake_clock, make_job):
+    queued = make_job()
+    done = make_job(status=JobStatus.CANCELLED, completed_at=fake_clock.now())
+    response = _post(admin_client, "request_cancellation", queued, done)
+    assert "Cancellation requested for 1 job(s). 1 not eligible" in response.content.decode()
+    assert AnalysisJob.objects.get(pk=queued.pk).status == JobStatus.CANCELLED
