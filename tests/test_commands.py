@@ -74,7 +74,7 @@ def test_wait_follows_a_job_that_a_worker_completes_and_exits_zero(worker_env, m
 
 
 @pytest.mark.process
-def test_wait_exits_non_zero_when_the_job_does_not_complete(worker_env, manage_py, tmp_path):
+def test_a_source_gone_before_the_worker_reaches_it_fails_once_with_source_not_found(worker_env, manage_py, tmp_path):
     source = tmp_path / "vanishing"
     source.mkdir()
     queued = subprocess.run([*manage_py, "enqueue_analysis", str(source)], env=worker_env, capture_output=True, text=True)
