@@ -27,7 +27,7 @@ A method that writes several rows does so in one transaction.
 import datetime as dt
 import enum
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from django.conf import settings
@@ -58,6 +58,21 @@ class JobLease:
     worker_id: str
     attempt: int
     expires_at: dt.datetime
+    # The attempt's building snapshot, when the claim opened it (``claim_next`` does; ``claim`` leaves it to
+    # ``begin_snapshot``).
+    snapshot_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LapsedLeaseCheck:
+    """What a claim poll saw of the running jobs: whether any lease had lapsed at instant ``at``.
+
+    A poll that saw none answers the question a stale sweep at that instant would have asked, so the runner
+    skips its scan (PostgreSQL only: there the check rides on the claim statement and costs no query).
+    """
+
+    at: dt.datetime
+    any_lapsed: bool
 
 
 class RenewalOutcome(enum.Enum):
@@ -120,6 +135,7 @@ class DatabaseControlPlane:
         self.lease_seconds = float(lease_seconds if lease_seconds is not None else queue_settings()["LEASE_SECONDS"])
         self.using = using
         self.claims_lost = 0  # candidates another worker took between the read and the claim (see claim_next)
+        self.last_lapsed_check: LapsedLeaseCheck | None = None  # set by each claim poll that looked (see claim_next)
 
     # -- reads -------------------------------------------------------------------------------------------------
 
@@ -140,12 +156,14 @@ class DatabaseControlPlane:
         """Return the oldest queued job whose backoff has passed, without claiming it."""
         return self._eligible(self._now(now)).order_by("created_at", "id").values_list("id", flat=True).first()
 
+    def _lapsed(self, now):
+        return self._jobs().filter(status=JobStatus.RUNNING, lease_expires_at__lt=now)
+
     def expired_leases(self, now: dt.datetime | None = None) -> list[ExpiredLease]:
         """Return the running jobs whose lease has lapsed, as the scan saw them; nothing is claimed."""
         rows = (
-            self._jobs()
-            .filter(status=JobStatus.RUNNING, lease_expires_at__lt=self._now(now))
-            .order_by("lease_expires_at")
+            self._lapsed(self._now(now))
+            .order_by("lease_expires_at", "id")
             .values_list("id", "worker_id", "lease_expires_at")
         )
         return [ExpiredLease(*row) for row in rows]
@@ -278,14 +296,16 @@ class DatabaseControlPlane:
         return JobLease(job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires)
 
     def claim_next(self, worker_id: str, now: dt.datetime | None = None, *, tries: int = 3) -> JobLease | None:
-        """Claim the oldest eligible job for ``worker_id``; None when the queue has nothing eligible.
+        """Claim the oldest eligible job for ``worker_id`` and open its attempt's building snapshot.
 
-        PostgreSQL reads the candidate with ``FOR UPDATE SKIP LOCKED`` and claims it in the same statement, so
-        concurrent workers take different jobs instead of racing for the oldest; the claim's guard
-        (``status='queued'``, the attempt the read saw) is still what decides. SQLite has one writer: a plain
-        read finds whether anything is eligible, then the read and the claim share one write transaction. A
-        candidate lost anyway is followed by a fresh read, ``tries`` times at most, and counted in
-        ``claims_lost``.
+        Returns the lease (its ``snapshot_id`` set), or None when the queue has nothing eligible. PostgreSQL
+        reads the candidate with ``FOR UPDATE SKIP LOCKED``, claims it and inserts the snapshot in one
+        statement, so concurrent workers take different jobs instead of racing for the oldest; the claim's
+        guard (``status='queued'``, the attempt the read saw) is still what decides. The same statement notes in
+        ``last_lapsed_check`` whether any running job's lease had lapsed. SQLite has one writer: a plain read
+        finds whether anything is eligible, then the read, the claim and the snapshot share one write
+        transaction. A candidate lost anyway is followed by a fresh read, ``tries`` times at most, and counted
+        in ``claims_lost``.
         """
         now = self._now(now)
         for _ in range(tries):
@@ -309,33 +329,53 @@ class DatabaseControlPlane:
             return None, None  # idle: one read, and no write lock taken
         with transaction.atomic(using=self.using):
             row = self._candidates(now).first()
-            return row, row and self.claim(row[0], worker_id, now, seen_attempt=row[1])
+            lease = row and self.claim(row[0], worker_id, now, seen_attempt=row[1])
+            if lease:
+                lease = replace(lease, snapshot_id=self.begin_snapshot(lease))
+            return row, lease
 
     def _claim_next_skip_locked(self, worker_id, now):
-        """Run the candidate read and the guarded claim as one statement; return ``(candidate, lease)``."""
+        """Read the candidate, claim it and insert its snapshot as one statement; return ``(candidate, lease)``.
+
+        The snapshot row is inserted before the claim so the claim can point the job at it; had the guard
+        refused the claim, it would stay behind unattached, which nothing reads (as after a crash between
+        ``begin_snapshot``'s two statements).
+        """
         connection = connections[self.using]
-        candidate_sql, candidate_params = self._candidates(now)[:1].query.get_compiler(self.using).as_sql()
-        table = connection.ops.quote_name(AnalysisJob._meta.db_table)
+        compile_ = lambda queryset: queryset.query.get_compiler(self.using).as_sql()  # noqa: E731
+        candidate_sql, candidate_params = compile_(self._candidates(now)[:1])
+        lapsed_sql, lapsed_params = compile_(self._lapsed(now).values("id")[:1])
+        quote = connection.ops.quote_name
+        jobs, snapshots = quote(AnalysisJob._meta.db_table), quote(AnalysisSnapshot._meta.db_table)
         expires = now + dt.timedelta(seconds=self.lease_seconds)
         sql = (
             f"WITH candidate AS ({candidate_sql} FOR UPDATE SKIP LOCKED), "
-            f"claimed AS (UPDATE {table} AS job SET status = %s, worker_id = %s, lease_expires_at = %s, "
+            f"snapshot AS (INSERT INTO {snapshots} (state, facts, content_hash, identity, failure_code, created_at) "
+            "SELECT %s, '', '', '', '', %s FROM candidate RETURNING id), "
+            f"claimed AS (UPDATE {jobs} AS job SET status = %s, worker_id = %s, lease_expires_at = %s, "
             "attempt = job.attempt + 1, next_attempt_at = NULL, started_at = %s, updated_at = %s, stage = '', "
-            "progress = 0 FROM candidate WHERE job.id = candidate.id AND job.status = %s "
-            "AND job.attempt = candidate.attempt RETURNING job.id, job.attempt) "
-            "SELECT candidate.id, candidate.attempt, claimed.attempt FROM candidate LEFT JOIN claimed ON true"
+            "progress = 0, snapshot_id = (SELECT id FROM snapshot) WHERE job.id = (SELECT id FROM candidate) "
+            "AND job.status = %s AND job.attempt = (SELECT attempt FROM candidate) "
+            "RETURNING job.id, job.attempt, job.snapshot_id) "
+            "SELECT candidate.id, candidate.attempt, claimed.attempt, claimed.snapshot_id, "
+            f"EXISTS ({lapsed_sql}) FROM (SELECT 1) AS poll "
+            "LEFT JOIN candidate ON true LEFT JOIN claimed ON true"
         )
-        params = (*candidate_params, JobStatus.RUNNING, worker_id, expires, now, now, JobStatus.QUEUED)
+        params = (
+            *candidate_params, SnapshotState.BUILDING, now,
+            JobStatus.RUNNING, worker_id, expires, now, now, JobStatus.QUEUED, *lapsed_params,
+        )
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            found = cursor.fetchone()
-        if found is None:
+            job_id, seen_attempt, attempt, snapshot_id, any_lapsed = cursor.fetchone()
+        self.last_lapsed_check = LapsedLeaseCheck(at=now, any_lapsed=any_lapsed)
+        if job_id is None:
             return None, None
-        job_id, seen_attempt, attempt = found
         if attempt is None:
             return (job_id, seen_attempt), None
         logger.info("job id=%s attempt=%s stage=%s state=claimed worker=%s", job_id, attempt, "", worker_id)
-        return (job_id, seen_attempt), JobLease(job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires)
+        lease = JobLease(job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires, snapshot_id=snapshot_id)
+        return (job_id, seen_attempt), lease
 
     def _owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False, require_unsealed: bool = False):
         guard = self._jobs().filter(

@@ -5,6 +5,8 @@ The loop claims the oldest eligible job and runs it, again at once while a backl
 interval only when nothing is eligible. Every ``sweep_interval`` seconds it also sweeps: each running job whose
 lease lapsed is reclaimed (pinned to what the scan saw) and then healed to completed if its snapshot was sealed,
 cancelled if cancellation was asked, or requeued with backoff (``RI-JOB-STALE``) until its attempts are spent.
+On PostgreSQL the claim poll also reports whether any lease had lapsed; a poll that saw none stands in for the
+sweep's scan, so an idle worker costs one statement per poll interval.
 
 Shutdown: the first SIGTERM/SIGINT stops claiming and lets the current job finish within ``grace`` seconds;
 when the grace runs out the job is handed back to the queue (no attempt spent) so another worker takes it at
@@ -119,11 +121,14 @@ class AnalysisWorkerRunner:
                 if self.max_jobs is not None and self.report.jobs >= self.max_jobs:
                     break
                 try:
-                    self._sweep_if_due()
                     ran = self.run_once()
+                    # After the poll, whose lapsed-lease check may make the scan needless.
+                    swept = self._sweep_if_due()
                 except Exception as error:
                     self._recover(error)
                     continue
+                if swept is not None and swept.requeued:
+                    continue  # the sweep put jobs back in the queue: look again before calling the queue empty
                 if not ran:
                     if self.burst:
                         break
@@ -157,14 +162,21 @@ class AnalysisWorkerRunner:
 
     # -- the stale sweep ---------------------------------------------------------------------------------------
 
-    def _sweep_if_due(self) -> None:
+    def _sweep_if_due(self) -> SweepReport | None:
+        """Sweep if the sweep interval has passed since the last one; return its report, or None if it did not run."""
         if not self._sweep_lock.acquire(blocking=False):
-            return  # the other thread is sweeping
+            return None  # the other thread is sweeping
         try:
             now = self.clock.now()
-            if self._next_sweep_at is None or now >= self._next_sweep_at:
-                self._next_sweep_at = now + dt.timedelta(seconds=self.sweep_interval)
-                self.sweep(now)
+            if self._next_sweep_at is not None and now < self._next_sweep_at:
+                return None
+            check = self.control_plane.last_lapsed_check
+            if check is not None and not check.any_lapsed and (self._next_sweep_at is None or check.at >= self._next_sweep_at):
+                # A claim poll since the sweep came due saw no lapsed lease: that was this sweep, and it was free.
+                self._next_sweep_at = check.at + dt.timedelta(seconds=self.sweep_interval)
+                return None
+            self._next_sweep_at = now + dt.timedelta(seconds=self.sweep_interval)
+            return self.sweep(now)
         finally:
             self._sweep_lock.release()
 

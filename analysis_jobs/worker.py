@@ -185,7 +185,7 @@ class AnalysisWorker:
     def _attempt(self, lease: JobLease, flags: _Flags) -> JobOutcome:
         cp = self.control_plane
         try:
-            snapshot_id = cp.begin_snapshot(lease)
+            snapshot_id = lease.snapshot_id or cp.begin_snapshot(lease)  # claim_next opens it with the claim
             if snapshot_id is None:
                 raise LeaseLost()
             source, revision, commit = (

@@ -112,12 +112,16 @@ def test_running_and_terminal_jobs_are_not_candidates(db, control_plane, make_jo
     assert control_plane.claim_next("w2") is None
 
 
-def test_a_claim_leases_the_job_and_spends_one_attempt(db, control_plane, make_job, fake_clock):
+def test_a_claim_leases_the_job_spends_one_attempt_and_opens_its_snapshot(db, control_plane, make_job, fake_clock):
     job = make_job(next_attempt_at=fake_clock.now(), stage="old", progress=40)
     lease = control_plane.claim_next("w1")
     now = fake_clock.now()
-    assert lease == JobLease(job_id=job.pk, worker_id="w1", attempt=1, expires_at=now + dt.timedelta(seconds=LEASE))
     after = row(job.pk)
+    assert lease == JobLease(
+        job_id=job.pk, worker_id="w1", attempt=1, expires_at=now + dt.timedelta(seconds=LEASE), snapshot_id=after["snapshot_id"]
+    )
+    snapshot = AnalysisSnapshot.objects.get()
+    assert (snapshot.pk, snapshot.state, snapshot.created_at) == (lease.snapshot_id, SnapshotState.BUILDING, now)
     assert after["status"] == JobStatus.RUNNING
     assert (after["worker_id"], after["attempt"], after["lease_expires_at"]) == ("w1", 1, lease.expires_at)
     assert (after["started_at"], after["next_attempt_at"], after["stage"], after["progress"]) == (now, None, "", 0)
@@ -142,7 +146,7 @@ def test_claim_next_takes_jobs_oldest_first(db, control_plane, make_job, fake_cl
 # PostgreSQL reads and claims in one statement (FOR UPDATE SKIP LOCKED). SQLite checks with one read whether
 # anything is eligible, then reads and claims inside one write transaction (SAVEPOINT, SELECT, UPDATE, RELEASE
 # here, because the test's own transaction encloses it).
-CLAIM_NEXT_QUERIES = {"postgresql": 1, "sqlite": 5}
+CLAIM_NEXT_QUERIES = {"postgresql": 1, "sqlite": 7}
 
 
 def test_claim_next_is_a_fixed_number_of_queries(db, control_plane, make_job, django_assert_num_queries):
@@ -375,7 +379,7 @@ def test_a_cancellation_asked_after_the_handoff_is_seen_by_the_new_owner(db, con
 def test_the_old_owner_is_refused_every_write_after_a_reclaim(db, control_plane, make_job, fake_clock):
     make_job()
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     expire(fake_clock, lease)
     control_plane.reclaim(control_plane.expired_leases()[0], "sweeper")
     job_before, snapshots_before = row(lease.job_id), snapshot_rows()
@@ -391,7 +395,7 @@ def test_a_lease_from_an_earlier_attempt_of_the_same_worker_is_refused(db, contr
     control_plane.apply_failure(first, Requeue(at=fake_clock.now(), code=FAILED_CODE, message="boom"))
     second = control_plane.claim_next("w1")
     assert (second.job_id, second.worker_id, second.attempt) == (first.job_id, "w1", 2)
-    snapshot_id = control_plane.begin_snapshot(second)
+    snapshot_id = second.snapshot_id
     job_before, snapshots_before = row(first.job_id), snapshot_rows()
     assert every_owner_write(control_plane, first, snapshot_id) == REFUSED
     assert row(first.job_id) == job_before
@@ -402,7 +406,7 @@ def test_a_lease_from_an_earlier_attempt_of_the_same_worker_is_refused(db, contr
 def test_a_worker_that_never_held_the_job_is_refused(db, control_plane, make_job):
     make_job()
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     stranger = JobLease(job_id=lease.job_id, worker_id="w2", attempt=lease.attempt, expires_at=lease.expires_at)
     job_before, snapshots_before = row(lease.job_id), snapshot_rows()
     assert every_owner_write(control_plane, stranger, snapshot_id) == REFUSED
@@ -432,7 +436,7 @@ def _finish(cp, make_job, fake_clock, status):
     """Bring a job to ``status`` through the real transitions; return its last lease."""
     make_job()
     lease = cp.claim_next("w1")
-    snapshot_id = cp.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     if status == JobStatus.COMPLETED:
         assert cp.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="a" * 64)
         assert cp.complete(lease)
@@ -481,7 +485,6 @@ def test_a_job_cancelled_while_queued_is_never_resurrected(db, control_plane, ma
 def test_a_running_job_that_was_asked_to_stop_is_cancelled_not_requeued(db, control_plane, make_job, fake_clock):
     make_job()
     lease = control_plane.claim_next("w1")
-    control_plane.begin_snapshot(lease)
     control_plane.request_cancel(lease.job_id)
     # A retry decision and a hand-back both lose to the accepted cancellation.
     assert control_plane.apply_failure(lease, Requeue(at=fake_clock.now(), code=FAILED_CODE, message="boom"))
@@ -493,7 +496,6 @@ def test_a_running_job_that_was_asked_to_stop_is_cancelled_not_requeued(db, cont
 def test_a_hand_back_of_a_job_asked_to_stop_cancels_it(db, control_plane, make_job):
     make_job()
     lease = control_plane.claim_next("w1")
-    control_plane.begin_snapshot(lease)
     control_plane.request_cancel(lease.job_id)
     assert control_plane.hand_back(lease)
     after = row(lease.job_id)
@@ -507,7 +509,7 @@ def test_a_hand_back_of_a_job_asked_to_stop_cancels_it(db, control_plane, make_j
 def test_seal_then_complete_finishes_the_job(db, control_plane, make_job, fake_clock):
     make_job()
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     assert row(lease.job_id)["snapshot_id"] == snapshot_id
     assert not control_plane.complete(lease)  # nothing sealed yet
     assert control_plane.seal(lease, snapshot_id=snapshot_id, facts='{"a":1}', content_hash="b" * 64, identity="id1")
@@ -527,7 +529,7 @@ def test_seal_then_complete_finishes_the_job(db, control_plane, make_job, fake_c
 def test_seal_loses_to_an_accepted_cancellation(db, control_plane, make_job):
     make_job()
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     control_plane.request_cancel(lease.job_id)
     assert not control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="c" * 64)
     snapshot = AnalysisSnapshot.objects.get(pk=snapshot_id)
@@ -539,7 +541,7 @@ def test_seal_loses_to_an_accepted_cancellation(db, control_plane, make_job):
 def test_a_sealed_snapshot_wins_over_a_later_cancellation(db, control_plane, make_job):
     make_job()
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     assert control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="d" * 64)
     assert control_plane.request_cancel(lease.job_id) is CancelOutcome.REQUESTED
     assert control_plane.complete(lease)
@@ -563,7 +565,7 @@ def test_update_owned_with_the_cancellation_guard_loses_to_a_cancellation(db, co
 def test_a_requeue_puts_the_job_back_with_its_backoff_and_error(db, control_plane, make_job, fake_clock):
     make_job()
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     at = fake_clock.now() + dt.timedelta(seconds=4)
     assert control_plane.apply_failure(lease, Requeue(at=at, code=FAILED_CODE, message="ValueError: boom"))
     after = row(lease.job_id)
@@ -581,7 +583,6 @@ def test_a_requeue_puts_the_job_back_with_its_backoff_and_error(db, control_plan
 def test_a_fail_decision_ends_the_job_with_its_code(db, control_plane, make_job, fake_clock):
     make_job()
     lease = control_plane.claim_next("w1")
-    control_plane.begin_snapshot(lease)
     assert control_plane.apply_failure(lease, Fail(code="RI-SOURCE-NOT-FOUND", message="gone"))
     after = row(lease.job_id)
     assert (after["status"], after["error_code"], after["error_message"]) == (JobStatus.FAILED, "RI-SOURCE-NOT-FOUND", "gone")
@@ -592,7 +593,7 @@ def test_a_fail_decision_ends_the_job_with_its_code(db, control_plane, make_job,
 def test_hand_back_refunds_the_attempt_and_the_job_is_claimable_at_once(db, control_plane, make_job):
     make_job(max_attempts=1)
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     assert control_plane.hand_back(lease)
     after = row(lease.job_id)
     assert (after["status"], after["attempt"], after["worker_id"], after["next_attempt_at"]) == (

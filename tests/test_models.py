@@ -51,7 +51,7 @@ def test_rows_left_by_the_real_transitions_satisfy_every_invariant(db, control_p
     """The constraints above would refuse them otherwise; this pins that they are not too strict."""
     make_job()
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     control_plane.request_cancel(lease.job_id)  # running with the flag set is allowed
     assert control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="e" * 64) is False
     assert control_plane.finish_cancelled(lease)
@@ -96,7 +96,7 @@ def sealed(db, control_plane, make_job):
     """A job whose snapshot is sealed and not yet completed: the lease and the snapshot's id."""
     make_job()
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     assert control_plane.seal(lease, snapshot_id=snapshot_id, facts='{"k":1}', content_hash="a" * 64, identity="i")
     return lease, snapshot_id
 
@@ -118,7 +118,7 @@ def test_saving_a_sealed_snapshot_is_refused(sealed):
 def test_a_copy_loaded_before_the_seal_cannot_overwrite_or_delete_it(db, control_plane, make_job):
     make_job()
     lease = control_plane.claim_next("w1")
-    snapshot_id = control_plane.begin_snapshot(lease)
+    snapshot_id = lease.snapshot_id
     stale = AnalysisSnapshot.objects.get(pk=snapshot_id)
     assert control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="b" * 64)
     before = snapshot_row(snapshot_id)

@@ -126,7 +126,10 @@ def test_max_jobs_stops_the_runner_with_the_rest_still_queued(db, build_runner, 
 # -- the sweep's cadence ---------------------------------------------------------------------------------------
 
 
-def test_the_sweep_runs_once_per_sweep_interval_of_clock_time_not_once_per_job(db, build_runner, make_job, fake_clock, monkeypatch):
+def test_the_sweep_runs_once_per_sweep_interval_of_clock_time_not_once_per_job(
+    db, control_plane, build_runner, make_job, fake_clock, monkeypatch
+):
+    abandoned(control_plane, make_job, fake_clock)  # a lapsed lease, so no claim poll can stand in for the scan
     runner = build_runner(sweep_interval=5)
     swept_at = []
     monkeypatch.setattr(runner, "sweep", lambda now=None: swept_at.append(now))
@@ -142,7 +145,8 @@ def test_the_sweep_runs_once_per_sweep_interval_of_clock_time_not_once_per_job(d
     assert [(t - start).total_seconds() for t in swept_at[1:]] == [5, 10.5]
 
 
-def test_an_idle_runner_sweeps_on_the_clock_while_it_polls(db, build_runner, fake_clock, monkeypatch):
+def test_an_idle_runner_sweeps_on_the_clock_while_it_polls(db, control_plane, build_runner, make_job, fake_clock, monkeypatch):
+    abandoned(control_plane, make_job, fake_clock)  # a lapsed lease the (stubbed) sweep leaves where it is
     runner = build_runner(burst=False, poll_interval=2, sweep_interval=5)
     swept_at = []
     start = fake_clock.now()
@@ -156,6 +160,33 @@ def test_an_idle_runner_sweeps_on_the_clock_while_it_polls(db, build_runner, fak
     runner.run()
     # Polls at 0, 2, 4, 6, 8, 10: the sweep is due at 0, then at the first poll 5 s or more after the last sweep.
     assert swept_at == [0, 6, 12]
+
+
+@pytest.mark.postgres_only
+def test_a_claim_poll_that_saw_no_lapsed_lease_stands_in_for_the_sweeps_scan(db, build_runner, fake_clock, monkeypatch):
+    runner = build_runner(burst=False, poll_interval=2, sweep_interval=5)
+    swept_at = []
+    monkeypatch.setattr(runner, "sweep", lambda now=None: swept_at.append(now))
+    start = fake_clock.now()
+    for _ in range(6):  # polls at 0, 2, ... 10: nothing queued, nothing lapsed
+        runner.run_once()
+        runner._sweep_if_due()
+        fake_clock.advance(2)
+    assert swept_at == []
+    # The poll at 0 stood in for the first sweep, the one at 6 s for the sweep due at 5 s; the next is due at 11 s.
+    assert runner._next_sweep_at == start + dt.timedelta(seconds=11)
+
+
+@pytest.mark.postgres_only
+def test_a_claim_poll_that_saw_a_lapsed_lease_lets_the_due_sweep_rescue_it(db, control_plane, build_runner, make_job, fake_clock):
+    runner = build_runner(burst=False, poll_interval=2, sweep_interval=5)
+    runner.run_once()
+    runner._sweep_if_due()  # nothing lapsed yet: the poll stood in for the sweep due now
+    job, _ = abandoned(control_plane, make_job, fake_clock)  # the clock moves past the lease: the sweep is due
+    assert runner.run_once() is False and control_plane.last_lapsed_check.any_lapsed
+    runner._sweep_if_due()
+    job.refresh_from_db()
+    assert (job.status, job.error_code) == (JobStatus.QUEUED, STALE_CODE)
 
 
 # -- the sweep's outcomes --------------------------------------------------------------------------------------
