@@ -163,7 +163,7 @@ class DatabaseControlPlane:
         """Return the running jobs whose lease has lapsed, as the scan saw them; nothing is claimed."""
         rows = (
             self._lapsed(self._now(now))
-            .order_by("lease_expires_at", "id")
+            .order_by("lease_expires_at")
             .values_list("id", "worker_id", "lease_expires_at")
         )
         return [ExpiredLease(*row) for row in rows]
@@ -344,7 +344,7 @@ class DatabaseControlPlane:
         connection = connections[self.using]
         compile_ = lambda queryset: queryset.query.get_compiler(self.using).as_sql()  # noqa: E731
         candidate_sql, candidate_params = compile_(self._candidates(now)[:1])
-        lapsed_sql, lapsed_params = compile_(self._lapsed(now).values("id")[:1])
+        lapsed_sql, lapsed_params = compile_(self._lapsed(now).order_by("lease_expires_at").values("id")[:1])
         quote = connection.ops.quote_name
         jobs, snapshots = quote(AnalysisJob._meta.db_table), quote(AnalysisSnapshot._meta.db_table)
         expires = now + dt.timedelta(seconds=self.lease_seconds)

@@ -216,7 +216,10 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(target=scans)
     def scan(self):
         now = self.clock.now()
-        expired = [e for e in self.cp.expired_leases() if e.job_id in self.jobs]
+        # Leases that lapsed at one instant come in no set order; sort them so an example replays the same way.
+        expired = sorted(
+            (e for e in self.cp.expired_leases() if e.job_id in self.jobs), key=lambda e: (e.lease_expires_at, e.job_id)
+        )
         expected = {
             pk for pk, job in self.jobs.items() if job.status == JobStatus.RUNNING and job.lease_expires_at < now
         }
