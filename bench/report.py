@@ -169,7 +169,7 @@ def render(r, args) -> str:
             "", "## Flat claim cost", "",
             f"W=2 draining {flat['jobs_per_run']:,} of {flat['queued']:,} queued jobs: fresh table {_f(flat['fresh_rate'])} jobs/s, with "
             f"{flat['finished']:,} finished jobs beside them ({flat['rows']:,} rows) {_f(flat['big_rate'])} jobs/s: {_f(flat['ratio'], 2)}x.",
-            "", "The claim (one statement: candidate `FOR UPDATE SKIP LOCKED` and the guarded update), `EXPLAIN ANALYZE` on the big table:", "", "```", flat["explain_claim"], "```",
+            "", "The claim (one statement: candidate `FOR UPDATE SKIP LOCKED`, the snapshot's insert, the guarded update and the lapsed-lease check), `EXPLAIN ANALYZE` on the big table with 1,000 jobs running under live leases:", "", "```", flat["explain_claim"], "```",
             "", "The stale sweep's scan:", "", "```", flat["explain_sweep"], "```",
         ]
     enq = r.get("enqueue")
