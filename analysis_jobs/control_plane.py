@@ -342,14 +342,14 @@ class DatabaseControlPlane:
         ``begin_snapshot``'s two statements).
         """
         connection = connections[self.using]
-        compile_ = lambda queryset: queryset.query.get_compiler(self.using).as_sql()  # noqa: E731
-        candidate_sql, candidate_params = compile_(self._candidates(now)[:1])
-        lapsed_sql, lapsed_params = compile_(self._lapsed(now).order_by("lease_expires_at").values("id")[:1])
+        candidate_sql, candidate_params = self._sql(self._candidates(now)[:1])
+        lapsed_sql, lapsed_params = self._sql(self._lapsed(now).order_by("lease_expires_at").values("id")[:1])
         quote = connection.ops.quote_name
         jobs, snapshots = quote(AnalysisJob._meta.db_table), quote(AnalysisSnapshot._meta.db_table)
         expires = now + dt.timedelta(seconds=self.lease_seconds)
         sql = (
             f"WITH candidate AS ({candidate_sql} FOR UPDATE SKIP LOCKED), "
+            # The snapshot's columns as AnalysisSnapshot's defaults leave a building one.
             f"snapshot AS (INSERT INTO {snapshots} (state, facts, content_hash, identity, failure_code, created_at) "
             "SELECT %s, '', '', '', '', %s FROM candidate RETURNING id), "
             f"claimed AS (UPDATE {jobs} AS job SET status = %s, worker_id = %s, lease_expires_at = %s, "
@@ -376,6 +376,9 @@ class DatabaseControlPlane:
         logger.info("job id=%s attempt=%s stage=%s state=claimed worker=%s", job_id, attempt, "", worker_id)
         lease = JobLease(job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires, snapshot_id=snapshot_id)
         return (job_id, seen_attempt), lease
+
+    def _sql(self, queryset):
+        return queryset.query.get_compiler(self.using).as_sql()
 
     def _owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False, require_unsealed: bool = False):
         guard = self._jobs().filter(
