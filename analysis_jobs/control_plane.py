@@ -458,12 +458,14 @@ class DatabaseControlPlane:
     def begin_snapshot(self, lease: JobLease) -> int | None:
         """Create this attempt's building snapshot and attach it to the job; None if the lease is gone.
 
-        Two autocommit statements rather than a transaction: a crash between them leaves an unattached building
-        snapshot, which no job points at and nothing reads.
+        Refused too once the attempt's snapshot is sealed: attaching a new one would detach the sealed one and
+        let the completion finish the job on a snapshot that holds nothing. Two autocommit statements rather
+        than a transaction: a crash between them leaves an unattached building snapshot, which no job points at
+        and nothing reads.
         """
         now = self.clock.now()
         snapshot = AnalysisSnapshot.objects.using(self.using).create(created_at=now)
-        if not self.update_owned(lease, snapshot_id=snapshot.pk, updated_at=now):
+        if not self.update_owned(lease, require_unsealed=True, snapshot_id=snapshot.pk, updated_at=now):
             snapshot.delete()
             return None
         return snapshot.pk

@@ -506,6 +506,19 @@ def test_a_hand_back_of_a_job_asked_to_stop_cancels_it(db, control_plane, make_j
 # -- sealing and completing ------------------------------------------------------------------------------------
 
 
+def test_a_second_snapshot_after_the_seal_is_refused_and_the_sealed_one_stays(db, control_plane, make_job):
+    """Found by the model check: a begin after the seal detached the sealed snapshot, and completion then
+    finished the job on an empty building one."""
+    make_job()
+    lease = control_plane.claim_next("w1")
+    assert control_plane.seal(lease, snapshot_id=lease.snapshot_id, facts="{}", content_hash="c" * 64)
+    assert control_plane.begin_snapshot(lease) is None
+    assert row(lease.job_id)["snapshot_id"] == lease.snapshot_id
+    assert control_plane.complete(lease)
+    assert AnalysisSnapshot.objects.get(pk=row(lease.job_id)["snapshot_id"]).state == SnapshotState.SEALED
+    assert AnalysisSnapshot.objects.count() == 1  # the refused one was deleted
+
+
 def test_seal_then_complete_finishes_the_job(db, control_plane, make_job, fake_clock):
     make_job()
     lease = control_plane.claim_next("w1")

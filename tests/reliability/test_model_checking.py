@@ -254,7 +254,7 @@ class QueueMachine(RuleBasedStateMachine):
         lease = held.lease
         if held.reclaimed or held.snapshot_id is not None:
             return  # a worker begins one snapshot per attempt; a sweeper none
-        if not self._owns(lease):
+        if not self._owns(lease) or self.jobs[lease.job_id].sealed:
             self._refused_changes_nothing(lease, lambda: self.cp.begin_snapshot(lease))
             return
         snapshot_id = self.cp.begin_snapshot(lease)
