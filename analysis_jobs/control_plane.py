@@ -21,7 +21,8 @@ pins the owner and the exact lease instant the scan saw, so a renewal landing be
 it. Reclaiming and handing back spend no attempt; only a claim does.
 
 Every method returns what happened (a lease or None, a ``LeaseRenewal``, a bool); the caller branches on it.
-A method that writes several rows does so in one transaction.
+A method that writes several rows does so in one transaction. The three statements every job costs (claim, seal,
+completion) are written out as SQL in ``statements.py``; everything else goes through the ORM.
 """
 
 import datetime as dt
@@ -34,20 +35,26 @@ from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connections, transaction
 from django.db.models import F, Q
 
+from . import statements
 from .clock import Clock, SystemClock
 from .decisions import Fail, Requeue
 from .exceptions import CancelRefused
-from .models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from .models import SEALED_STAGE, AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from .notifications import send_wakeup
 
 logger = logging.getLogger(__name__)
 
 CANCELLED_CODE = "RI-JOB-CANCELLED"
 HANDED_BACK_CODE = "RI-JOB-HANDED-BACK"
-# The stage a job is in once its snapshot is sealed. It lives on the job row so that the guards which must
-# respect a seal (complete, requeue, hand back) stay plain column filters: a guard that joined the snapshot
-# table would be evaluated by PostgreSQL against the row version it read before waiting for a lock.
-SEALED_STAGE = "sealed"
+
+
+@dataclass(frozen=True, slots=True)
+class JobInputs:
+    """What a job asks to analyse: its source, the revision asked for, and the commit that revision named."""
+
+    source: str
+    revision: str = ""
+    commit: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +65,10 @@ class JobLease:
     worker_id: str
     attempt: int
     expires_at: dt.datetime
-    # The attempt's building snapshot, when the claim opened it (``claim_next`` does; ``claim`` leaves it to
-    # ``begin_snapshot``).
+    # The attempt's building snapshot and the job's inputs, when the claim opened and read them (``claim_next``
+    # does; after ``claim`` or ``reclaim`` the worker calls ``begin_snapshot`` and reads the job).
     snapshot_id: int | None = None
+    inputs: JobInputs | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,7 +330,7 @@ class DatabaseControlPlane:
         return None
 
     def _candidates(self, now):
-        return self._eligible(now).order_by("created_at", "id").values_list("id", "attempt")
+        return self._eligible(now).order_by("created_at", "id").values_list("id", "attempt", "source", "revision", "commit")
 
     def _claim_next_serialised(self, worker_id, now):
         if self._candidates(now).first() is None:
@@ -331,54 +339,41 @@ class DatabaseControlPlane:
             row = self._candidates(now).first()
             lease = row and self.claim(row[0], worker_id, now, seen_attempt=row[1])
             if lease:
-                lease = replace(lease, snapshot_id=self.begin_snapshot(lease))
+                lease = replace(lease, snapshot_id=self.begin_snapshot(lease), inputs=JobInputs(*row[2:]))
             return row, lease
 
     def _claim_next_skip_locked(self, worker_id, now):
-        """Read the candidate, claim it and insert its snapshot as one statement; return ``(candidate, lease)``.
+        """Read the candidate, claim it and insert its snapshot in one statement; return ``(candidate, lease)``.
 
-        The snapshot row is inserted before the claim so the claim can point the job at it; had the guard
-        refused the claim, it would stay behind unattached, which nothing reads (as after a crash between
-        ``begin_snapshot``'s two statements).
+        Had the guard refused the claim, the snapshot would stay behind unattached, which nothing reads (as after
+        a crash between ``begin_snapshot``'s two statements).
         """
-        connection = connections[self.using]
-        candidate_sql, candidate_params = self._sql(self._candidates(now)[:1])
-        lapsed_sql, lapsed_params = self._sql(self._lapsed(now).order_by("lease_expires_at").values("id")[:1])
-        quote = connection.ops.quote_name
-        jobs, snapshots = quote(AnalysisJob._meta.db_table), quote(AnalysisSnapshot._meta.db_table)
         expires = now + dt.timedelta(seconds=self.lease_seconds)
-        sql = (
-            f"WITH candidate AS ({candidate_sql} FOR UPDATE SKIP LOCKED), "
-            # The snapshot's columns as AnalysisSnapshot's defaults leave a building one.
-            f"snapshot AS (INSERT INTO {snapshots} (state, facts, content_hash, identity, failure_code, created_at) "
-            "SELECT %s, '', '', '', '', %s FROM candidate RETURNING id), "
-            f"claimed AS (UPDATE {jobs} AS job SET status = %s, worker_id = %s, lease_expires_at = %s, "
-            "attempt = job.attempt + 1, next_attempt_at = NULL, started_at = %s, updated_at = %s, stage = '', "
-            "progress = 0, snapshot_id = (SELECT id FROM snapshot) WHERE job.id = (SELECT id FROM candidate) "
-            "AND job.status = %s AND job.attempt = (SELECT attempt FROM candidate) "
-            "RETURNING job.id, job.attempt, job.snapshot_id) "
-            "SELECT candidate.id, candidate.attempt, claimed.attempt, claimed.snapshot_id, "
-            f"EXISTS ({lapsed_sql}) FROM (SELECT 1) AS poll "
-            "LEFT JOIN candidate ON true LEFT JOIN claimed ON true"
-        )
-        params = (
-            *candidate_params, SnapshotState.BUILDING, now,
-            JobStatus.RUNNING, worker_id, expires, now, now, JobStatus.QUEUED, *lapsed_params,
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            job_id, seen_attempt, attempt, snapshot_id, any_lapsed = cursor.fetchone()
+        _, row = statements.execute(self.using, statements.CLAIM_NEXT, {"now": now, "expires": expires, "worker_id": worker_id})
+        job_id, seen_attempt, attempt, snapshot_id, *inputs, any_lapsed = row
         self.last_lapsed_check = LapsedLeaseCheck(at=now, any_lapsed=any_lapsed)
         if job_id is None:
             return None, None
         if attempt is None:
             return (job_id, seen_attempt), None
         logger.info("job id=%s attempt=%s stage=%s state=claimed worker=%s", job_id, attempt, "", worker_id)
-        lease = JobLease(job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires, snapshot_id=snapshot_id)
+        lease = JobLease(
+            job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires, snapshot_id=snapshot_id,
+            inputs=JobInputs(*inputs),
+        )
         return (job_id, seen_attempt), lease
 
-    def _sql(self, queryset):
-        return queryset.query.get_compiler(self.using).as_sql()
+    def _execute(self, sql: str, params: dict) -> int:
+        """Run one of the hot path's ``statements`` and return how many rows it wrote."""
+        return statements.execute(self.using, sql, params)[0]
+
+    @staticmethod
+    def _owner(lease: JobLease) -> dict:
+        return {"job_id": lease.job_id, "worker_id": lease.worker_id, "attempt": lease.attempt}
+
+    def job_inputs(self, job_id: int) -> JobInputs:
+        """Return what job ``job_id`` asks to analyse."""
+        return JobInputs(*self._jobs().filter(pk=job_id).values_list("source", "revision", "commit").get())
 
     def _owned(self, lease: JobLease, *, require_cancel_not_requested: bool = False, require_unsealed: bool = False):
         guard = self._jobs().filter(
@@ -473,53 +468,36 @@ class DatabaseControlPlane:
     def seal(self, lease: JobLease, *, snapshot_id: int, facts: str, content_hash: str, identity: str = "") -> bool:
         """Seal the attempt's snapshot (commit one of two); False if the lease is gone or cancellation won.
 
-        The job's guard is taken first, with the cancellation guard, inside the same transaction, so a job
-        that another worker reclaimed or a user cancelled never gets a sealed snapshot from this worker.
+        The job's guard (with the cancellation guard, and ``snapshot_id`` still the job's building snapshot) is
+        taken in the same transaction as the snapshot's update, so a job that another worker reclaimed or a
+        user cancelled never gets a sealed snapshot from this worker. PostgreSQL does both in one statement.
         """
         now = self.clock.now()
-        with transaction.atomic(using=self.using):
-            if not self.update_owned(
-                lease,
-                require_cancel_not_requested=True,
-                stage=SEALED_STAGE,
-                lease_expires_at=now + dt.timedelta(seconds=self.lease_seconds),
-                updated_at=now,
-            ):
-                return False
-            sealed = (
-                AnalysisSnapshot.objects.using(self.using)
-                .filter(pk=snapshot_id, state=SnapshotState.BUILDING)
-                .update(state=SnapshotState.SEALED, facts=facts, content_hash=content_hash, identity=identity, sealed_at=now)
-            )
-            if sealed != 1:
-                transaction.set_rollback(True, using=self.using)
-                return False
-        logger.info("job id=%s attempt=%s stage=seal state=sealed worker=%s", lease.job_id, lease.attempt, lease.worker_id)
-        return True
+        params = {
+            **self._owner(lease), "snapshot_id": snapshot_id, "expires": now + dt.timedelta(seconds=self.lease_seconds),
+            "now": now, "facts": facts, "content_hash": content_hash, "identity": identity,
+        }
+        if connections[self.using].vendor == "postgresql":
+            sealed = self._execute(statements.SEAL, params) == 1
+        else:
+            with transaction.atomic(using=self.using):
+                sealed = self._execute(statements.SEAL_JOB, params) == 1
+                sealed = sealed and self._execute(statements.SEAL_SNAPSHOT, params) == 1
+                if not sealed:
+                    transaction.set_rollback(True, using=self.using)
+        if sealed:
+            logger.info("job id=%s attempt=%s stage=seal state=sealed worker=%s", lease.job_id, lease.attempt, lease.worker_id)
+        return sealed
 
     def complete(self, lease: JobLease) -> bool:
         """Mark the job completed (commit two of two); False unless its snapshot was sealed under this lease.
 
         A sealed snapshot wins over a cancellation that arrived after it, so this does not check the flag.
         """
-        now = self.clock.now()
-        done = (
-            self._owned(lease)
-            .filter(stage=SEALED_STAGE)
-            .update(
-                status=JobStatus.COMPLETED,
-                stage="done",
-                progress=100,
-                lease_expires_at=None,
-                completed_at=now,
-                updated_at=now,
-                error_code="",
-                error_message="",
-            )
-        )
+        done = self._execute(statements.COMPLETE, {**self._owner(lease), "now": self.clock.now()}) == 1
         if done:
             logger.info("job id=%s attempt=%s stage=done state=completed worker=%s", lease.job_id, lease.attempt, lease.worker_id)
-        return done == 1
+        return done
 
     def complete_with_snapshot(self, lease: JobLease, snapshot_id: int) -> bool:
         """Complete the job by pointing it at an existing sealed snapshot with the same identity; False if not.

@@ -25,6 +25,11 @@ class JobStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+# The stage a job is in once its snapshot is sealed. It lives on the job row so that the guards which must
+# respect a seal (complete, requeue, hand back) stay plain column filters: a guard that joined the snapshot
+# table would be evaluated by PostgreSQL against the row version it read before waiting for a lock.
+SEALED_STAGE = "sealed"
+
 TERMINAL_STATUSES = (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED)
 ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
 

@@ -188,10 +188,8 @@ class AnalysisWorker:
             snapshot_id = lease.snapshot_id or cp.begin_snapshot(lease)  # claim_next opens it with the claim
             if snapshot_id is None:
                 raise LeaseLost()
-            source, revision, commit = (
-                AnalysisJob.objects.using(cp.using).filter(pk=lease.job_id).values_list("source", "revision", "commit").get()
-            )
-            state = AnalysisState(source=source, revision=revision, commit=commit)
+            inputs = lease.inputs or cp.job_inputs(lease.job_id)
+            state = AnalysisState(source=inputs.source, revision=inputs.revision, commit=inputs.commit)
             stages = list(self.pipeline.stages)
             for index, stage in enumerate(stages):
                 self._boundary(lease, flags, stage.name, progress=90 * index // max(1, len(stages)))

@@ -88,7 +88,13 @@ def _database(url):
         config.setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / f"test-db-{os.getpid()}.sqlite3"))
     elif engine in ("django.db.backends.postgresql", "django.db.backends.postgresql_psycopg2"):
         config["ENGINE"] = "django.db.backends.postgresql"
-        config.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
+        options = config.setdefault("OPTIONS", {})
+        options.setdefault("connect_timeout", 5)
+        # psycopg prepares a statement that a server-binding cursor has run this many times on a connection; only
+        # the queue's hot path runs on one (analysis_jobs/statements.py), so the server stops re-planning the
+        # three statements every job costs. DATABASE_PREPARED_STATEMENTS=off is for a pooler in transaction mode
+        # that cannot keep prepared statements.
+        options.setdefault("prepare_threshold", 5 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None)
         config["CONN_HEALTH_CHECKS"] = True
     else:
         raise ImproperlyConfigured(f"DATABASE_URL names an unsupported engine {engine!r}: use sqlite:// or postgres://.")

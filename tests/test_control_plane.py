@@ -21,6 +21,7 @@ from analysis_jobs.control_plane import (
     CancelOutcome,
     DatabaseControlPlane,
     ExpiredLease,
+    JobInputs,
     JobLease,
     LeaseRenewal,
     RenewalOutcome,
@@ -112,13 +113,16 @@ def test_running_and_terminal_jobs_are_not_candidates(db, control_plane, make_jo
     assert control_plane.claim_next("w2") is None
 
 
-def test_a_claim_leases_the_job_spends_one_attempt_and_opens_its_snapshot(db, control_plane, make_job, fake_clock):
-    job = make_job(next_attempt_at=fake_clock.now(), stage="old", progress=40)
+def test_a_claim_leases_the_job_spends_one_attempt_opens_its_snapshot_and_reads_its_inputs(
+    db, control_plane, make_job, fake_clock
+):
+    job = make_job(next_attempt_at=fake_clock.now(), stage="old", progress=40, revision="main", commit="c0ffee")
     lease = control_plane.claim_next("w1")
     now = fake_clock.now()
     after = row(job.pk)
     assert lease == JobLease(
-        job_id=job.pk, worker_id="w1", attempt=1, expires_at=now + dt.timedelta(seconds=LEASE), snapshot_id=after["snapshot_id"]
+        job_id=job.pk, worker_id="w1", attempt=1, expires_at=now + dt.timedelta(seconds=LEASE),
+        snapshot_id=after["snapshot_id"], inputs=JobInputs(source=job.source, revision="main", commit="c0ffee"),
     )
     snapshot = AnalysisSnapshot.objects.get()
     assert (snapshot.pk, snapshot.state, snapshot.created_at) == (lease.snapshot_id, SnapshotState.BUILDING, now)
@@ -155,6 +159,23 @@ def test_claim_next_is_a_fixed_number_of_queries(db, control_plane, make_job, dj
         assert control_plane.claim_next("w1") is not None
     with django_assert_num_queries(1):  # an idle poll is one read and takes no write lock
         assert control_plane.claim_next("w2") is None
+
+
+@pytest.mark.postgres_only
+def test_postgresql_prepares_the_claim_the_seal_and_the_completion_once_per_connection(db, control_plane, make_job):
+    """After psycopg's threshold of uses they run as prepared statements; the server no longer parses them."""
+    connection.ensure_connection()
+    assert connection.connection.prepare_threshold == 5  # the project's settings
+    for _ in range(6):
+        make_job()
+        lease = control_plane.claim_next("w1")
+        assert control_plane.seal(lease, snapshot_id=lease.snapshot_id, facts="{}", content_hash="0" * 64)
+        assert control_plane.complete(lease)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [" ".join(statement.split()) for (statement,) in cursor.fetchall()]
+    for opening in ("WITH candidate AS (", "WITH job AS (", "UPDATE analysis_jobs_analysisjob SET status = 'completed'"):
+        assert sum(statement.startswith(opening) for statement in prepared) == 1, (opening, prepared)
 
 
 def test_renew_is_one_guarded_update_and_reads_the_flag_in_its_guard(db, control_plane, make_job, django_assert_num_queries):
@@ -537,6 +558,24 @@ def test_seal_then_complete_finishes_the_job(db, control_plane, make_job, fake_c
         JobStatus.COMPLETED, "done", 100, None,
     )
     assert after["completed_at"] == fake_clock.now()
+
+
+def test_seal_refuses_a_snapshot_that_is_not_the_jobs_own_and_seals_neither(db, control_plane, make_job):
+    make_job()
+    make_job()
+    first, second = control_plane.claim_next("w1"), control_plane.claim_next("w1")
+    assert not control_plane.seal(first, snapshot_id=second.snapshot_id, facts="{}", content_hash="e" * 64)
+    assert row(first.job_id)["stage"] == ""
+    assert set(AnalysisSnapshot.objects.values_list("state", flat=True)) == {SnapshotState.BUILDING}
+
+
+def test_seal_refuses_a_snapshot_that_is_no_longer_building_and_leaves_the_job_unsealed(db, control_plane, make_job):
+    make_job()
+    lease = control_plane.claim_next("w1")
+    AnalysisSnapshot.objects.filter(pk=lease.snapshot_id).update(state=SnapshotState.FAILED)  # as no real path does
+    assert not control_plane.seal(lease, snapshot_id=lease.snapshot_id, facts="{}", content_hash="e" * 64)
+    assert row(lease.job_id)["stage"] == ""
+    assert not control_plane.complete(lease)
 
 
 def test_seal_loses_to_an_accepted_cancellation(db, control_plane, make_job):

@@ -107,6 +107,23 @@ def test_a_job_runs_its_stages_saving_progress_and_renewing_then_seals_and_compl
     assert snapshot.content_hash == hashlib.sha256(snapshot.facts.encode()).hexdigest()
 
 
+# A job with no stages costs the queue its claim, its seal and its completion: one statement each on PostgreSQL.
+# SQLite adds the claim's idle check and write transaction (7 statements in a test's savepoint) and runs the
+# seal's two updates in a transaction of their own (4).
+NO_STAGE_JOB_QUERIES = {"postgresql": 3, "sqlite": 12}
+
+
+def test_a_job_with_no_stages_costs_its_claim_its_seal_and_its_completion(
+    db, control_plane, worker_for, make_job, django_assert_num_queries
+):
+    job = make_job()
+    with django_assert_num_queries(NO_STAGE_JOB_QUERIES[connections["default"].vendor]):
+        lease = control_plane.claim_next("w1")
+        assert worker_for(StagedPipeline()).run(lease) is JobOutcome.COMPLETED
+    after = row(job.pk)
+    assert (after["status"], AnalysisSnapshot.objects.get(pk=after["snapshot_id"]).state) == (JobStatus.COMPLETED, SnapshotState.SEALED)
+
+
 def test_the_default_pipeline_inventories_a_real_directory(db, control_plane, worker_for, make_job):
     job = make_job(revision="")
     assert worker_for().run(control_plane.claim_next("w1")) is JobOutcome.COMPLETED

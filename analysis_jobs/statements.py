@@ -1,0 +1,124 @@
+"""
+The SQL of a job's hot path, written out: the claim, the seal and the completion that every job costs.
+
+They run once per job, so they are plain statements with named parameters, composed once at import, rather than
+querysets that the ORM would build and compile again on every call (which cost more than the round trip to the
+server did). Their guards are the ones ``control_plane.py`` describes, spelled here in SQL; the colder writes
+spell the same guards with the ORM, and the same behavioural tests exercise both on both engines. The claim is
+PostgreSQL's (SQLite claims through the ORM, inside a write transaction); the seal's halves and the completion
+are portable, and PostgreSQL runs the seal's two updates as one statement.
+
+On PostgreSQL they run on a cursor that binds parameters on the server, so psycopg prepares each of them once per
+connection (after ``prepare_threshold`` uses; the project's settings make that 5) and the server stops parsing
+and planning them. A connection whose ``OPTIONS`` set ``prepare_threshold`` to None (for a pooler that cannot
+keep prepared statements) runs them unprepared. Every other query keeps Django's client-side binding.
+"""
+
+import datetime as dt
+
+import psycopg
+from django.db import connections
+
+from .models import SEALED_STAGE, AnalysisJob, AnalysisSnapshot
+
+JOBS = AnalysisJob._meta.db_table
+SNAPSHOTS = AnalysisSnapshot._meta.db_table
+
+# Ownership, as every write of the owner proves it: this attempt of this job is running under this worker.
+OWNED = "id = %(job_id)s AND status = 'running' AND worker_id = %(worker_id)s AND attempt = %(attempt)s"
+
+# Claim the oldest eligible job, open its building snapshot and say whether any lease has lapsed (PostgreSQL).
+# ``candidate`` reads the oldest eligible job (off the claim index) with FOR UPDATE SKIP LOCKED, so concurrent
+# workers take different jobs; locking re-checks its filter against the newest row version, so the status='queued'
+# guard there is what decides. ``claimed`` is the compare-and-swap, with the same guard and the attempt the read
+# saw (the row is locked by then, so it holds; it keeps the statement correct on its own). The snapshot is
+# inserted first so that the claim can point the job at it. One row comes back even when nothing is eligible, so
+# the lapsed-lease check always reports. Parameters: now, expires, worker_id.
+CLAIM_NEXT = f"""
+    WITH candidate AS (
+        SELECT id, attempt, source, revision, "commit" FROM {JOBS}
+        WHERE status = 'queued' AND attempt < max_attempts
+          AND (next_attempt_at IS NULL OR next_attempt_at <= %(now)s)
+        ORDER BY created_at, id LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ), snapshot AS (
+        -- the columns as AnalysisSnapshot's defaults leave a building one
+        INSERT INTO {SNAPSHOTS} (state, facts, content_hash, identity, failure_code, created_at)
+        SELECT 'building', '', '', '', '', %(now)s FROM candidate
+        RETURNING id
+    ), claimed AS (
+        UPDATE {JOBS} AS job SET status = 'running', worker_id = %(worker_id)s, lease_expires_at = %(expires)s,
+            attempt = job.attempt + 1, next_attempt_at = NULL, started_at = %(now)s, updated_at = %(now)s,
+            stage = '', progress = 0, snapshot_id = (SELECT id FROM snapshot)
+        WHERE job.id = (SELECT id FROM candidate) AND job.status = 'queued'
+          AND job.attempt = (SELECT attempt FROM candidate)
+        RETURNING job.attempt, job.snapshot_id
+    )
+    SELECT candidate.id, candidate.attempt, claimed.attempt, claimed.snapshot_id,
+           candidate.source, candidate.revision, candidate."commit",
+           EXISTS (
+               SELECT 1 FROM {JOBS} WHERE status = 'running' AND lease_expires_at < %(now)s
+               ORDER BY lease_expires_at LIMIT 1
+           )
+    FROM (SELECT 1) AS poll LEFT JOIN candidate ON true LEFT JOIN claimed ON true
+"""
+
+# The seal's first half: move the owned, uncancelled job to the sealed stage, if snapshot_id is its snapshot and
+# still building. Parameters: the owner's (job_id, worker_id, attempt), snapshot_id, expires, now.
+SEAL_JOB = f"""
+    UPDATE {JOBS} SET stage = '{SEALED_STAGE}', lease_expires_at = %(expires)s, updated_at = %(now)s
+    WHERE {OWNED} AND NOT cancel_requested AND snapshot_id = %(snapshot_id)s
+      AND EXISTS (SELECT 1 FROM {SNAPSHOTS} WHERE id = %(snapshot_id)s AND state = 'building')
+"""
+
+
+def _seal_snapshot(snapshot_id: str) -> str:
+    return f"""
+        UPDATE {SNAPSHOTS} SET state = 'sealed', facts = %(facts)s, content_hash = %(content_hash)s,
+            identity = %(identity)s, sealed_at = %(now)s
+        WHERE id = {snapshot_id} AND state = 'building'
+    """
+
+
+# The seal's second half: seal building snapshot snapshot_id with its facts (facts, content_hash, identity, now).
+SEAL_SNAPSHOT = _seal_snapshot("%(snapshot_id)s")
+
+# Both halves as one statement (PostgreSQL), the snapshot sealed only if the job's guard held. Only the job's
+# owner writes its building snapshot, so once the guard has held (and the job's row is locked) the snapshot is
+# still building and the second update matches too: both rows change or neither does. Returns the snapshot's id.
+SEAL = f"""
+    WITH job AS ({SEAL_JOB} RETURNING snapshot_id)
+    {_seal_snapshot("(SELECT snapshot_id FROM job)")}
+    RETURNING id
+"""
+
+# Complete the owned job whose snapshot was sealed under this lease (commit two of two). Parameters: the
+# owner's, now. No cancellation guard: a sealed snapshot wins over a cancellation that came after it.
+COMPLETE = f"""
+    UPDATE {JOBS} SET status = 'completed', stage = 'done', progress = 100, lease_expires_at = NULL,
+        completed_at = %(now)s, updated_at = %(now)s, error_code = '', error_message = ''
+    WHERE {OWNED} AND stage = '{SEALED_STAGE}'
+"""
+
+
+def execute(using: str, sql: str, params: dict) -> tuple[int, tuple | None]:
+    """Run one of these statements on database ``using``; return the rows it wrote and its first row (or None)."""
+    connection = connections[using]
+    # Datetimes as the ORM stores them: SQLite keeps them as text in UTC, and the guards compare that text.
+    adapt = connection.ops.adapt_datetimefield_value
+    params = {name: adapt(value) if isinstance(value, dt.datetime) else value for name, value in params.items()}
+    with _cursor(connection) as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount, cursor.fetchone() if cursor.description else None
+
+
+def _cursor(connection):
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    # What ``connection.cursor()`` does, with psycopg's server-binding cursor in place of Django's client one.
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        cursor = psycopg.Cursor(connection.connection)
+    connection.validate_thread_sharing()
+    return connection.make_debug_cursor(cursor) if connection.queries_logged else connection.make_cursor(cursor)
