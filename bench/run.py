@@ -100,7 +100,7 @@ def machine_facts(cluster_dsn: str) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=400, help="No-op jobs per drain run (default 400).")
+    parser.add_argument("--jobs", type=int, default=1000, help="No-op jobs per drain run (default 1,000).")
     parser.add_argument("--repeats", type=int, default=3, help="Runs per figure; the median is reported (default 3).")
     parser.add_argument("--only", default="", help="Comma-separated workloads to run (default: all).")
     parser.add_argument("--big", type=int, default=1_000_000, help="Finished jobs in the big table (default 1,000,000).")
