@@ -140,6 +140,7 @@ class AnalysisWorkerRunner:
                 # process may exit, or the job would sit running until its lease lapses.
                 self._grace_timer.join()
             self.waiter.close()
+            self.worker.close()
             logger.info("worker id=%s event=stopped jobs=%s", self.worker_id, self.report.jobs)
         return self.report
 

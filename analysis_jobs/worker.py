@@ -58,48 +58,97 @@ class _Flags:
 
 
 class Heartbeat:
-    """Renews a lease every ``interval`` seconds from its own thread and database connection."""
+    """Renews the lease of the job its worker is running, every ``interval`` seconds, from a thread of its own.
 
-    def __init__(
-        self, control_plane: DatabaseControlPlane, lease: JobLease, interval: float, flags: _Flags, after_beat=None
-    ):
+    One thread serves all of a worker's jobs (starting one per job cost more than a no-op job itself): it waits
+    while no job is held, then beats ``interval`` seconds after the job began and after each beat. It uses its
+    own database connection, which it closes when the job it beat for ends. ``after_beat`` runs after each beat.
+    """
+
+    def __init__(self, control_plane: DatabaseControlPlane, interval: float, after_beat=None):
         self.control_plane = control_plane
-        self.lease = lease
         self.interval = interval
-        self.flags = flags
         self.after_beat = after_beat
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{lease.job_id}", daemon=True)
+        self._changed = threading.Condition()
+        self._beating = threading.Lock()  # held while a beat runs, so that ``release`` can wait one out
+        self._held: tuple[JobLease, _Flags] | None = None
+        self._closed = False
+        self._thread: threading.Thread | None = None
 
-    def beat(self) -> None:
-        """Renew once and raise the flags the renewal calls for."""
+    def hold(self, lease: JobLease, flags: _Flags) -> None:
+        """Beat for ``lease`` from now on; its renewals raise ``flags``."""
+        with self._changed:
+            self._held = (lease, flags)
+            self._changed.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+                self._thread.start()
+
+    def release(self) -> None:
+        """Stop beating for the held lease; a beat under way finishes first, so none lands after this returns."""
+        with self._changed:
+            self._held = None
+            self._changed.notify()
+        with self._beating:
+            pass
+
+    def close(self) -> None:
+        """Stop the thread (the worker is done)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+        if self._thread is not None:
+            self._thread.join()
+
+    def beat(self, lease: JobLease, flags: _Flags) -> None:
+        """Renew ``lease`` once and raise the flags the renewal calls for."""
         faults.checkpoint("during-heartbeat")
-        renewal = self.control_plane.renew(self.lease)
+        renewal = self.control_plane.renew(lease)
         if renewal.lost:
-            logger.warning("job id=%s attempt=%s state=lease_lost worker=%s", self.lease.job_id, self.lease.attempt, self.lease.worker_id)
-            self.flags.lost.set()
+            logger.warning("job id=%s attempt=%s state=lease_lost worker=%s", lease.job_id, lease.attempt, lease.worker_id)
+            flags.lost.set()
         elif renewal.cancel_requested:
-            self.flags.cancel.set()
+            flags.cancel.set()
 
     def _run(self) -> None:
+        connected = False
         try:
-            while not self._stop.wait(self.interval) and not self.flags.lost.is_set():
-                try:
-                    self.beat()
-                    if self.after_beat is not None:
-                        self.after_beat()
-                except Exception:
-                    logger.exception("job id=%s event=heartbeat_error worker=%s", self.lease.job_id, self.lease.worker_id)
+            while (held := self._next_due()) is not None:
+                if held is _RELEASED:
+                    if connected:
+                        connections.close_all()  # the job ended: hold no connection while there is none
+                        connected = False
+                    continue
+                with self._beating:
+                    if self._held is not held:
+                        continue  # released while the beat came due
+                    connected = True
+                    lease, flags = held
+                    try:
+                        self.beat(lease, flags)
+                        if self.after_beat is not None:
+                            self.after_beat()
+                    except Exception:
+                        logger.exception("job id=%s event=heartbeat_error worker=%s", lease.job_id, lease.worker_id)
         finally:
             connections.close_all()
 
-    def start(self) -> None:
-        self._thread.start()
+    def _next_due(self):
+        """Wait for a held lease's next beat; return it, ``_RELEASED`` if it was let go first, or None once closed."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._held is not None or self._closed)
+            if self._closed:
+                return None
+            held = self._held
+            self._changed.wait_for(lambda: self._held is not held or self._closed, timeout=self.interval)
+            if self._closed:
+                return None
+            if self._held is not held or held[1].lost.is_set():
+                return _RELEASED
+            return held
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+
+_RELEASED = object()  # what ``Heartbeat._next_due`` returns when the lease it waited on was let go
 
 
 def configured_pipeline() -> Pipeline:
@@ -130,8 +179,17 @@ class AnalysisWorker:
         self.retry_cap = retry_cap if retry_cap is not None else config["RETRY_CAP_SECONDS"]
         # Maintenance the runner wants done while a job runs (its stale sweep), called on the heartbeat thread.
         self.between_beats = None
+        self.heartbeat = Heartbeat(self.control_plane, self.heartbeat_seconds, after_beat=self._between_beats)
         self._current: tuple[JobLease, _Flags] | None = None
         self._current_lock = threading.Lock()
+
+    def _between_beats(self) -> None:
+        if self.between_beats is not None:
+            self.between_beats()
+
+    def close(self) -> None:
+        """Stop the heartbeat's thread; call it when the worker will run no more jobs."""
+        self.heartbeat.close()
 
     # -- called from other threads -----------------------------------------------------------------------------
 
@@ -164,9 +222,8 @@ class AnalysisWorker:
         flags = _Flags()
         with self._current_lock:
             self._current = (lease, flags)
-        heartbeat = Heartbeat(self.control_plane, lease, self.heartbeat_seconds, flags, after_beat=self.between_beats)
         faults.checkpoint("after-claim")
-        heartbeat.start()
+        self.heartbeat.hold(lease, flags)
         try:
             return self._attempt(lease, flags)
         except BaseException:
@@ -178,7 +235,7 @@ class AnalysisWorker:
                 logger.exception("job id=%s event=hand_back_failed worker=%s", lease.job_id, lease.worker_id)
             raise
         finally:
-            heartbeat.stop()
+            self.heartbeat.release()
             with self._current_lock:
                 self._current = None
 

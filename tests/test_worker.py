@@ -286,7 +286,7 @@ def test_a_heartbeat_beat_renews_the_lease(db, control_plane, make_job, fake_clo
     lease = control_plane.claim_next("w1")
     flags = _Flags()
     fake_clock.advance(20)
-    Heartbeat(control_plane, lease, 3600, flags).beat()
+    Heartbeat(control_plane, 3600).beat(lease, flags)
     assert row(lease.job_id)["lease_expires_at"] == fake_clock.now() + dt.timedelta(seconds=LEASE)
     flags.check()  # nothing raised: carry on
 
@@ -296,7 +296,7 @@ def test_a_heartbeat_beat_raises_the_cancel_flag(db, control_plane, make_job):
     lease = control_plane.claim_next("w1")
     flags = _Flags()
     control_plane.request_cancel(lease.job_id)
-    Heartbeat(control_plane, lease, 3600, flags).beat()
+    Heartbeat(control_plane, 3600).beat(lease, flags)
     assert flags.cancel.is_set() and not flags.lost.is_set()
     with pytest.raises(JobCancelled):
         flags.check()
@@ -309,11 +309,38 @@ def test_a_heartbeat_beat_raises_the_lost_flag_after_a_reclaim(db, control_plane
     control_plane.reclaim(control_plane.expired_leases()[0], "sweeper")
     before = row(lease.job_id)
     flags = _Flags()
-    Heartbeat(control_plane, lease, 3600, flags).beat()
+    Heartbeat(control_plane, 3600).beat(lease, flags)
     assert flags.lost.is_set()
     with pytest.raises(LeaseLost):
         flags.check()
     assert row(lease.job_id) == before
+
+
+def test_one_heartbeat_thread_serves_every_job_of_a_worker_until_it_closes(db, control_plane, worker_for, make_job):
+    worker = worker_for(StagedPipeline("only"))
+    threads = []
+    for _ in range(3):
+        make_job()
+        assert worker.run(control_plane.claim_next("w1")) is JobOutcome.COMPLETED
+        threads.append(worker.heartbeat._thread)
+    assert threads[0] is threads[1] is threads[2] and threads[0].is_alive()
+    worker.close()
+    assert not threads[0].is_alive()
+
+
+def test_a_held_lease_is_renewed_every_interval_until_released(transactional_db, control_plane, make_job, fake_clock):
+    make_job()
+    lease = control_plane.claim_next("w1")
+    beats = threading.Semaphore(0)
+    heartbeat = Heartbeat(control_plane, 0.001, after_beat=beats.release)
+    fake_clock.advance(20)
+    try:
+        heartbeat.hold(lease, _Flags())
+        assert beats.acquire(timeout=30) and beats.acquire(timeout=30)  # two beats, not one
+        heartbeat.release()
+        assert row(lease.job_id)["lease_expires_at"] == fake_clock.now() + dt.timedelta(seconds=LEASE)
+    finally:
+        heartbeat.close()
 
 
 # -- another thread acts while a stage runs (each thread on its own connection) -------------------------------
