@@ -186,6 +186,9 @@ def latency(ctx):
 # -- idle cost -------------------------------------------------------------------------------------------------
 
 
+LOGGED_STATEMENT = re.compile(r"LOG:\s+(?:statement|execute [^:]+):")
+
+
 def idle(ctx):
     """Statements the server runs for one idle worker (PostgreSQL, notifications on), per poll interval."""
     poll, window = 1.0, 10.0
@@ -220,11 +223,13 @@ def idle(ctx):
     log = Path(ctx.cluster.log).read_text(errors="replace")
     section = log.split("bench-idle-start", 1)[1].split("bench-idle-end", 1)[0]
     section = section.split("\n", 1)[1].rsplit("\n", 1)[0]  # whole lines only, the markers' own left out
-    statements = [line for line in section.splitlines() if "db=idle" in line and "statement:" in line]
+    # A simple query logs as "statement: ..."; one over the extended protocol (the prepared hot path) as
+    # "execute <name>: ...", once per execution.
+    statements = [line for line in section.splitlines() if "db=idle" in line and LOGGED_STATEMENT.search(line)]
     claims = [s for s in statements if "WITH candidate" in s]
     sweeps = [s for s in statements if "'running'" in s and "lease_expires_at" in s and "candidate" not in s]
     statements = [s for s in statements if "bench-idle" not in s]
-    others = [s.split("statement:", 1)[1].strip()[:80] for s in statements if s not in claims and s not in sweeps]
+    others = [LOGGED_STATEMENT.split(s, 1)[-1].strip()[:80] for s in statements if s not in claims and s not in sweeps]
     admin.execute("ALTER SYSTEM RESET log_line_prefix")
     admin.execute("SELECT pg_reload_conf()")
     admin.close()
@@ -365,19 +370,23 @@ def _explain(conn, sql, running=1_000):
         conn.execute("ROLLBACK")
 
 
-def _claim_and_sweep_sql():
+def _claim_and_sweep_sql(dsn: str):
+    """Return the claim statement and the sweep's scan as they run now, with their parameters inlined."""
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
+    from analysis_jobs import statements
     from analysis_jobs.control_plane import DatabaseControlPlane
 
     cp = DatabaseControlPlane()
+    now = cp.clock.now()
+    params = {"now": now, "expires": now + dt.timedelta(seconds=cp.lease_seconds), "worker_id": "bench-explain"}
+    with psycopg.connect(dsn) as conn:
+        claim = psycopg.ClientCursor(conn).mogrify(statements.CLAIM_NEXT, params)
     with CaptureQueriesContext(connection) as captured, transaction.atomic():
-        cp.claim_next("bench-explain")
-        cp.expired_leases()
+        cp.expired_leases(now)
         transaction.set_rollback(True)
-    claim = next(q["sql"] for q in captured.captured_queries if "WITH candidate" in q["sql"])
-    sweep = next(q["sql"] for q in captured.captured_queries if "'running'" in q["sql"] and "lease_expires_at" in q["sql"] and "candidate" not in q["sql"])
+    sweep = next(q["sql"] for q in captured.captured_queries if "'running'" in q["sql"] and "lease_expires_at" in q["sql"])
     return claim, sweep
 
 
@@ -407,7 +416,7 @@ def flat(ctx):
         conn.execute(f"ANALYZE {JOB_TABLE}")
         big.append(_flat_run(system, conn, per_worker))
         print(f"   {ctx.args.big:,} finished: {big[-1] or 0:.0f} jobs/s", flush=True)
-    claim_sql, sweep_sql = _claim_and_sweep_sql()
+    claim_sql, sweep_sql = _claim_and_sweep_sql(ctx.dsn())
     rows = conn.execute(f"SELECT count(*) FROM {JOB_TABLE}").fetchone()[0]
     ctx.cache["big_table_ready"] = True
     return {
