@@ -223,13 +223,15 @@ def idle(ctx):
     log = Path(ctx.cluster.log).read_text(errors="replace")
     section = log.split("bench-idle-start", 1)[1].split("bench-idle-end", 1)[0]
     section = section.split("\n", 1)[1].rsplit("\n", 1)[0]  # whole lines only, the markers' own left out
+    # One entry per logged line that starts with the prefix's timestamp; a statement's further lines follow it.
+    entries = re.split(r"\n(?=\d{4}-\d\d-\d\d )", section)
     # A simple query logs as "statement: ..."; one over the extended protocol (the prepared hot path) as
     # "execute <name>: ...", once per execution.
-    statements = [line for line in section.splitlines() if "db=idle" in line and LOGGED_STATEMENT.search(line)]
+    statements = [entry for entry in entries if "db=idle" in entry and LOGGED_STATEMENT.search(entry)]
     claims = [s for s in statements if "WITH candidate" in s]
     sweeps = [s for s in statements if "'running'" in s and "lease_expires_at" in s and "candidate" not in s]
     statements = [s for s in statements if "bench-idle" not in s]
-    others = [LOGGED_STATEMENT.split(s, 1)[-1].strip()[:80] for s in statements if s not in claims and s not in sweeps]
+    others = [" ".join(LOGGED_STATEMENT.split(s, 1)[-1].split())[:80] for s in statements if s not in claims and s not in sweeps]
     admin.execute("ALTER SYSTEM RESET log_line_prefix")
     admin.execute("SELECT pg_reload_conf()")
     admin.close()
