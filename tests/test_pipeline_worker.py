@@ -10,7 +10,7 @@ from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, FileFacts, JobSt
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
 from analysis_jobs.pipeline.repository import identity_for_revision
 from analysis_jobs.worker import AnalysisWorker, JobOutcome
-from tests.pipeline_support import commit_tree, git, write_tree
+from tests.pipeline_support import commit_tree, write_tree
 
 
 @pytest.fixture

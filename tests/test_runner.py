@@ -8,17 +8,15 @@ import datetime as dt
 import logging
 import os
 import re
-import threading
 import time
 
 import pytest
 from django.db import OperationalError, connections
 
 from analysis_jobs import runner as runner_module
-from analysis_jobs.control_plane import CANCELLED_CODE, HANDED_BACK_CODE, DatabaseControlPlane, JobLease
+from analysis_jobs.control_plane import CANCELLED_CODE, HANDED_BACK_CODE, DatabaseControlPlane
 from analysis_jobs.decisions import STALE_CODE
-from analysis_jobs.exceptions import LeaseLost
-from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from analysis_jobs.models import AnalysisJob, JobStatus, SnapshotState
 from analysis_jobs.pipeline import Stage
 from analysis_jobs.runner import AnalysisWorkerRunner, WorkerExit, new_worker_id
 from analysis_jobs.worker import AnalysisWorker

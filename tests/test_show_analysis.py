@@ -6,7 +6,6 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.models import AnalysisJob
 from analysis_jobs.pipeline import RepositoryPipeline
 from analysis_jobs.worker import AnalysisWorker, JobOutcome

@@ -15,7 +15,7 @@ from analysis_jobs.control_plane import CancelOutcome, DatabaseControlPlane
 from analysis_jobs.exceptions import CancelRefused
 from analysis_jobs.models import TERMINAL_STATUSES, AnalysisJob, JobStatus, SnapshotState
 
-from .harness import assert_clean_audit, distinct_sources, queue_audit, wait_until
+from .harness import assert_clean_audit, distinct_sources, queue_audit
 
 JOBS = 120
 

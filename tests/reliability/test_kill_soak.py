@@ -10,7 +10,6 @@ import datetime as dt
 import json
 import os
 import random
-import statistics
 import time
 
 import pytest
