@@ -19,6 +19,8 @@ stage and raises flags that the stage's ``check()`` turns into an exception betw
 import enum
 import logging
 import threading
+import time
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connections
@@ -57,29 +59,40 @@ class _Flags:
             raise JobCancelled()
 
 
+@dataclass(slots=True, eq=False)
+class _Held:
+    """The lease a heartbeat beats for, the flags its renewals raise, and when its next beat is due."""
+
+    lease: JobLease
+    flags: _Flags
+    due: float
+
+
 class Heartbeat:
     """Renews the lease of the job its worker is running, every ``interval`` seconds, from a thread of its own.
 
-    One thread serves all of a worker's jobs (starting one per job cost more than a no-op job itself): it waits
-    while no job is held, then beats ``interval`` seconds after the job began and after each beat. It uses its
-    own database connection, which it closes when the job it beat for ends. ``after_beat`` runs after each beat.
+    One thread serves all of a worker's jobs (starting one per job cost more than a no-op job itself), and taking
+    up or letting go of a job does not wake it (waking it twice per job cost about 8% of the no-op drain rate).
+    With no job held the thread looks again every ``interval``: a job held meanwhile is due ``interval`` after it
+    was held, which is never before that look. It uses its own database connection, which it closes once no job
+    is held. ``after_beat`` runs after each beat.
     """
 
-    def __init__(self, control_plane: DatabaseControlPlane, interval: float, after_beat=None):
+    def __init__(self, control_plane: DatabaseControlPlane, interval: float, after_beat=None, *, monotonic=time.monotonic):
         self.control_plane = control_plane
         self.interval = interval
         self.after_beat = after_beat
-        self._changed = threading.Condition()
+        self.monotonic = monotonic
+        self._changed = threading.Condition()  # notified only by ``close``
         self._beating = threading.Lock()  # held while a beat runs, so that ``release`` can wait one out
-        self._held: tuple[JobLease, _Flags] | None = None
+        self._held: _Held | None = None
         self._closed = False
         self._thread: threading.Thread | None = None
 
     def hold(self, lease: JobLease, flags: _Flags) -> None:
-        """Beat for ``lease`` from now on; its renewals raise ``flags``."""
+        """Beat for ``lease`` from ``interval`` seconds from now on; its renewals raise ``flags``."""
         with self._changed:
-            self._held = (lease, flags)
-            self._changed.notify()
+            self._held = _Held(lease, flags, self.monotonic() + self.interval)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
                 self._thread.start()
@@ -88,7 +101,6 @@ class Heartbeat:
         """Stop beating for the held lease; a beat under way finishes first, so none lands after this returns."""
         with self._changed:
             self._held = None
-            self._changed.notify()
         with self._beating:
             pass
 
@@ -113,42 +125,40 @@ class Heartbeat:
     def _run(self) -> None:
         connected = False
         try:
-            while (held := self._next_due()) is not None:
-                if held is _RELEASED:
-                    if connected:
-                        connections.close_all()  # the job ended: hold no connection while there is none
+            while not self._closed:
+                held = self._next_due()
+                if held is None:
+                    if connected and self._held is None:
+                        connections.close_all()  # no job: hold no connection while there is none
                         connected = False
                     continue
                 with self._beating:
                     if self._held is not held:
                         continue  # released while the beat came due
                     connected = True
-                    lease, flags = held
                     try:
-                        self.beat(lease, flags)
+                        self.beat(held.lease, held.flags)
                         if self.after_beat is not None:
                             self.after_beat()
                     except Exception:
-                        logger.exception("job id=%s event=heartbeat_error worker=%s", lease.job_id, lease.worker_id)
+                        logger.exception("job id=%s event=heartbeat_error worker=%s", held.lease.job_id, held.lease.worker_id)
+                    held.due = self.monotonic() + self.interval
         finally:
             connections.close_all()
 
-    def _next_due(self):
-        """Wait for a held lease's next beat; return it, ``_RELEASED`` if it was let go first, or None once closed."""
+    def _next_due(self) -> _Held | None:
+        """Wait until the held lease's beat is due and return it; None if none is held or it was let go, or closing."""
         with self._changed:
-            self._changed.wait_for(lambda: self._held is not None or self._closed)
-            if self._closed:
-                return None
             held = self._held
-            self._changed.wait_for(lambda: self._held is not held or self._closed, timeout=self.interval)
-            if self._closed:
+            if held is None or held.flags.lost.is_set():
+                self._changed.wait(self.interval)  # a lease held while this waits is due no sooner than it ends
                 return None
-            if self._held is not held or held[1].lost.is_set():
-                return _RELEASED
-            return held
-
-
-_RELEASED = object()  # what ``Heartbeat._next_due`` returns when the lease it waited on was let go
+            while not self._closed and self._held is held:
+                delay = held.due - self.monotonic()
+                if delay <= 0:
+                    return None if held.flags.lost.is_set() else held
+                self._changed.wait(delay)
+            return None
 
 
 def configured_pipeline() -> Pipeline:
