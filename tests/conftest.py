@@ -12,6 +12,7 @@ from django.db import connection
 from analysis_jobs.clock import FakeClock
 from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.models import AnalysisJob
+from analysis_jobs.worker import AnalysisWorker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +39,25 @@ def fake_clock():
 @pytest.fixture
 def control_plane(fake_clock):
     return DatabaseControlPlane(clock=fake_clock, lease_seconds=30)
+
+
+@pytest.fixture
+def make_worker(control_plane, fake_clock):
+    """Build workers on the test's control plane and clock (heartbeat hourly unless told); closed when it ends.
+
+    Closing stops each worker's heartbeat thread, so no test leaves threads behind for a later one that forks.
+    """
+    built = []
+
+    def build(pipeline=None, **options):
+        options = {"clock": fake_clock, "heartbeat_seconds": 3600, **options}
+        worker = AnalysisWorker(options.pop("control_plane", control_plane), pipeline=pipeline, **options)
+        built.append(worker)
+        return worker
+
+    yield build
+    for worker in built:
+        worker.close()
 
 
 @pytest.fixture

@@ -9,17 +9,16 @@ from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, FileFacts, JobStatus, SnapshotState
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
 from analysis_jobs.pipeline.repository import identity_for_revision
-from analysis_jobs.worker import AnalysisWorker, JobOutcome
+from analysis_jobs.worker import JobOutcome
 from tests.pipeline_support import commit_tree, write_tree
 
 
 @pytest.fixture
-def run_job(control_plane, fake_clock):
+def run_job(control_plane, make_worker):
     """Claim the next job and run it with the repository pipeline built from the current settings."""
 
     def run():
-        worker = AnalysisWorker(control_plane, pipeline=RepositoryPipeline(), clock=fake_clock, heartbeat_seconds=3600)
-        return worker.run(control_plane.claim_next("w1"))
+        return make_worker(RepositoryPipeline()).run(control_plane.claim_next("w1"))
 
     return run
 

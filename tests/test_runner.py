@@ -19,7 +19,6 @@ from analysis_jobs.decisions import STALE_CODE
 from analysis_jobs.models import AnalysisJob, JobStatus, SnapshotState
 from analysis_jobs.pipeline import Stage
 from analysis_jobs.runner import AnalysisWorkerRunner, WorkerExit, new_worker_id
-from analysis_jobs.worker import AnalysisWorker
 
 LEASE = 30
 RETRY_BASE = 2
@@ -46,13 +45,11 @@ class Pipeline:
 
 
 @pytest.fixture
-def build_runner(control_plane, fake_clock, settings):
+def build_runner(control_plane, fake_clock, make_worker, settings):
     settings.ANALYSIS_JOBS = dict(settings.ANALYSIS_JOBS, RETRY_BASE_SECONDS=RETRY_BASE, RETRY_CAP_SECONDS=60)
 
     def build(pipeline=None, **options):
-        worker = AnalysisWorker(
-            control_plane, pipeline=pipeline or Pipeline(), clock=fake_clock, heartbeat_seconds=3600, retry_base=RETRY_BASE, retry_cap=60
-        )
+        worker = make_worker(pipeline or Pipeline(), retry_base=RETRY_BASE, retry_cap=60)
         options = dict(dict(worker_id="runner-1", poll_interval=1, sweep_interval=5, burst=True), **options)
         return AnalysisWorkerRunner(control_plane=control_plane, worker=worker, clock=fake_clock, **options)
 

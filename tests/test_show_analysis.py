@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 
 from analysis_jobs.models import AnalysisJob
 from analysis_jobs.pipeline import RepositoryPipeline
-from analysis_jobs.worker import AnalysisWorker, JobOutcome
+from analysis_jobs.worker import JobOutcome
 from tests.pipeline_support import write_tree
 
 
@@ -19,7 +19,7 @@ def show(*args) -> str:
 
 
 @pytest.fixture
-def analysed(db, control_plane, fake_clock, tmp_path):
+def analysed(db, control_plane, make_worker, tmp_path):
     root = write_tree(tmp_path / "r", {
         "pkg/__init__.py": "",
         "pkg/app.py": "import requests\n\n\ndef main():\n    return requests.get('https://api.example.com/v1')\n",
@@ -29,7 +29,7 @@ def analysed(db, control_plane, fake_clock, tmp_path):
         "Dockerfile": "FROM python:3.12-slim\n",
     })
     job, _ = control_plane.enqueue(str(root))
-    worker = AnalysisWorker(control_plane, pipeline=RepositoryPipeline(), clock=fake_clock, heartbeat_seconds=3600)
+    worker = make_worker(RepositoryPipeline())
     assert worker.run(control_plane.claim_next("w1")) is JobOutcome.COMPLETED
     return AnalysisJob.objects.select_related("snapshot").get(pk=job.pk)
 

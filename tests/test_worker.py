@@ -20,7 +20,7 @@ from analysis_jobs.decisions import FAILED_CODE
 from analysis_jobs.exceptions import JobCancelled, LeaseLost, SourceNotFound
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from analysis_jobs.pipeline import AnalysisState, Stage, canonical_json
-from analysis_jobs.worker import AnalysisWorker, Heartbeat, JobOutcome, _Flags
+from analysis_jobs.worker import Heartbeat, JobOutcome, _Flags
 
 LEASE = 30
 
@@ -59,13 +59,11 @@ class StagedPipeline:
 
 
 @pytest.fixture
-def worker_for(control_plane, fake_clock):
+def worker_for(make_worker, control_plane):
     """Build a worker on the test's control plane and clock; its heartbeat never fires during a test."""
 
     def build(pipeline=None, control_plane=control_plane):
-        return AnalysisWorker(
-            control_plane, pipeline=pipeline, clock=fake_clock, heartbeat_seconds=3600, retry_base=2, retry_cap=60
-        )
+        return make_worker(pipeline, control_plane=control_plane, retry_base=2, retry_cap=60)
 
     return build
 
@@ -343,6 +341,33 @@ def test_a_held_lease_is_renewed_every_interval_until_released(transactional_db,
         heartbeat.close()
 
 
+def test_release_waits_out_a_beat_under_way(transactional_db, control_plane, make_job):
+    make_job()
+    lease = control_plane.claim_next("w1")
+    entered, finish, released = threading.Event(), threading.Event(), threading.Event()
+    renew = control_plane.renew
+
+    def renew_when_told(lease):
+        entered.set()
+        assert finish.wait(30), "the test never let the beat finish"
+        return renew(lease)
+
+    control_plane.renew = renew_when_told
+    heartbeat = Heartbeat(control_plane, 0.001)
+    try:
+        heartbeat.hold(lease, _Flags())
+        assert entered.wait(30)
+        releaser = threading.Thread(target=lambda: (heartbeat.release(), released.set()))
+        releaser.start()
+        assert not released.wait(0.2), "release returned while a beat for the lease was still writing"
+        finish.set()
+        releaser.join(30)
+        assert released.is_set()
+    finally:
+        finish.set()
+        heartbeat.close()
+
+
 # -- another thread acts while a stage runs (each thread on its own connection) -------------------------------
 
 
@@ -418,7 +443,7 @@ def test_a_reclaim_from_another_connection_mid_stage_leaves_the_worker_writing_n
 
 
 def test_the_heartbeat_stops_a_long_stage_when_cancellation_is_requested(
-    transactional_db, control_plane, make_job, fake_clock
+    transactional_db, control_plane, make_job, make_worker
 ):
     job = make_job()
     entered = threading.Event()
@@ -437,7 +462,7 @@ def test_the_heartbeat_stops_a_long_stage_when_cancellation_is_requested(
         ended_by.append("deadline")
 
     pipeline = StagedPipeline("long", "after", actions={"long": long_stage})
-    worker = AnalysisWorker(control_plane, pipeline=pipeline, clock=fake_clock, heartbeat_seconds=0.01)
+    worker = make_worker(pipeline, heartbeat_seconds=0.01)
     thread, result = run_in_thread(worker, control_plane.claim(job.pk, "w1"))
     try:
         assert entered.wait(30)

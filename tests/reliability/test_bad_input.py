@@ -19,7 +19,6 @@ from django.core.management import CommandError, call_command
 from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.models import AnalysisJob, JobStatus
 from analysis_jobs.pipeline.sources import Exclusions, open_source
-from analysis_jobs.worker import AnalysisWorker
 
 from .harness import ROOT, make_source
 
@@ -187,10 +186,10 @@ def _hostile_source(root: Path) -> Path:
     return root
 
 
-def test_awkward_files_do_not_fail_the_job_they_are_diagnosed(db, control_plane, fake_clock, tmp_path):
+def test_awkward_files_do_not_fail_the_job_they_are_diagnosed(db, control_plane, make_worker, tmp_path):
     source = _hostile_source(tmp_path / "hostile")
     job, _ = control_plane.enqueue(str(source))
-    worker = AnalysisWorker(control_plane, clock=fake_clock, heartbeat_seconds=3600)
+    worker = make_worker()
     lease = control_plane.claim_next("w")
     worker.run(lease)
 
