@@ -195,7 +195,7 @@ def render(r, args) -> str:
             "Time is the job's `started_at` to `completed_at`; the floor reads every file, hashes it with SHA-256 and",
             "`ast.parse`s the Python files, in one process. The re-analysis follows a one-line change to one file.",
             "",
-            f"| floor | full analysis | re-analysis | peak RSS |",
+            "| floor | full analysis | re-analysis | peak RSS |",
             "|---:|---:|---:|---:|",
             f"| {_f(an['floor_seconds'], 2)} s | {_f(an['full_seconds'], 2)} s ({_f(an['full_over_floor'], 2)}x) | {_f(an['rerun_seconds'], 2)} s ({_f((an['rerun_over_full'] or 0) * 100, 1)}%) | {_f(an['peak_rss_mib'])} MiB |",
         ]
@@ -222,7 +222,6 @@ def render(r, args) -> str:
 if __name__ == "__main__":
     import json
     import sys
-    from pathlib import Path
 
     from .harness import OUT, ROOT
 
