@@ -65,24 +65,52 @@ def manage(*args) -> list[str]:
     return [sys.executable, str(ROOT / "manage.py"), *args]
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """Return (busy, total) clock ticks of all cores since boot, from ``/proc/stat`` ((0, 0) where there is none)."""
+    try:
+        with open("/proc/stat") as handle:
+            fields = [int(value) for value in handle.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is already counted in user time
+    return total - idle, total
+
+
 @dataclass
 class Progress:
-    """Samples of (seconds since start, jobs done) taken while workers drained a queue."""
+    """Samples of (seconds since start, jobs done, CPU ticks) taken while workers drained a queue."""
 
-    samples: list[tuple[float, int]] = field(default_factory=list)
+    samples: list[tuple[float, int, tuple[int, int]]] = field(default_factory=list)
 
-    def time_at(self, count: int) -> tuple[float, int] | None:
-        for t, c in self.samples:
-            if c >= count:
-                return t, c
+    def sample_at(self, count: int):
+        for sample in self.samples:
+            if sample[1] >= count:
+                return sample
         return None
 
-    def steady_rate(self, total: int, low: float = 0.2, high: float = 0.9) -> float | None:
-        """Jobs per second between the ``low`` and ``high`` fractions of ``total``: start-up and tail left out."""
-        a, b = self.time_at(int(total * low)), self.time_at(int(total * high))
+    def steady_window(self, total: int, low: float = 0.2, high: float = 0.9):
+        """The first samples at the ``low`` and ``high`` fractions of ``total``: start-up and tail left out."""
+        a, b = self.sample_at(int(total * low)), self.sample_at(int(total * high))
         if a is None or b is None or b[0] <= a[0]:
             return None
+        return a, b
+
+    def steady_rate(self, total: int) -> float | None:
+        """Jobs per second over the steady window."""
+        window = self.steady_window(total)
+        if window is None:
+            return None
+        a, b = window
         return (b[1] - a[1]) / (b[0] - a[0])
+
+    def steady_cpu_busy(self, total: int) -> float | None:
+        """The share of all cores' time that was busy over the steady window (the bench's own polling included)."""
+        window = self.steady_window(total)
+        if window is None:
+            return None
+        (busy_a, total_a), (busy_b, total_b) = window[0][2], window[1][2]
+        return (busy_b - busy_a) / (total_b - total_a) if total_b > total_a else None
 
     @property
     def finished_after(self) -> float | None:
@@ -96,7 +124,7 @@ def watch(done, total: int, *, timeout: float, interval: float = 0.005, alive=No
     while True:
         count = done()
         now = time.monotonic() - start
-        progress.samples.append((now, count))
+        progress.samples.append((now, count, cpu_ticks()))
         if count >= total:
             return progress
         if now > timeout:

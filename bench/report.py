@@ -33,9 +33,11 @@ def targets(r):
         floor = ratios.get("partha-pg/floor/4")
         rows.append(("Drain at W=4 >= half the floor's", f"{_f(floor, 2)}x the floor ({_f(t['floor/4']['rate'])} jobs/s)", _verdict(floor is not None and floor >= 0.5)))
         w = [t[f"partha-pg/{n}"]["rate"] for n in (1, 2, 4)]
+        busy = [t[f"partha-pg/{n}"].get("cpu_busy") for n in (1, 2, 4)]
         rows.append((
             "No collapse: W=4 >= W=2 >= W=1 (PostgreSQL)",
-            " / ".join(_f(x) for x in w) + " jobs/s",
+            " / ".join(_f(x) for x in w) + " jobs/s"
+            + (f"; CPU busy {' / '.join(_f(b * 100) + '%' for b in busy)}" if all(b is not None for b in busy) else ""),
             _verdict(all(x is not None for x in w) and w[2] >= w[1] >= w[0]),
         ))
         lost = t["partha-pg/4"]
@@ -144,6 +146,17 @@ def render(r, args) -> str:
         for key in keys:
             cells = [d["table"][f"{key}/{w}"] for w in (1, 2, 4)]
             out.append(f"| {cells[0]['system']} | " + " | ".join(_f(c["rate"]) for c in cells) + f" | {', '.join(map(str, cells[2]['rates']))} |")
+        out += [
+            "",
+            "Share of both cores busy over the same steady window (from `/proc/stat`; the bench's own polling included):",
+            "",
+            "| system | W=1 | W=2 | W=4 |",
+            "|---|---:|---:|---:|",
+        ]
+        for key in keys:
+            cells = [d["table"][f"{key}/{w}"] for w in (1, 2, 4)]
+            out.append(f"| {cells[0]['system']} | " + " | ".join(
+                f"{_f(c['cpu_busy'] * 100)}%" if c.get("cpu_busy") is not None else "-" for c in cells) + " |")
         out += ["", "Ratios of this project on PostgreSQL to each other system (median of the per-run ratios):", "", "| vs | W=1 | W=2 | W=4 |", "|---|---:|---:|---:|"]
         for other in ("floor", "dtdb", "procrastinate", "partha-sqlite"):
             out.append(f"| {other} | " + " | ".join(_f(d["ratios"].get(f"partha-pg/{other}/{w}"), 2) for w in (1, 2, 4)) + " |")
@@ -204,9 +217,9 @@ def render(r, args) -> str:
         "## Reading the figures",
         "",
         "- These machines are noisy (the cores may be shared with other work), which is why single runs can vary by",
-        "  up to 2x and why only ratios from the same run are compared. With W=4 on two cores every system is CPU-bound",
-        "  (four Python workers, the server and the bench's poller), so W=4 measures contention for the CPUs as much as",
-        "  for the table.",
+        "  up to 2x and why only ratios from the same run are compared. When the CPU table shows both cores busy at",
+        "  W=2, adding workers cannot add throughput: W=4 then measures what four workers, their server processes and",
+        "  the bench's poller cost each other on two cores (more switching per job), as much as contention for the table.",
         "- A no-op job of this project costs 3 statements on PostgreSQL, as the floor does: the claim (candidate read",
         "  with `FOR UPDATE SKIP LOCKED`, compare-and-swap, the snapshot's insert and the lapsed-lease check, returning",
         "  the job's inputs), the seal (the job's guarded update and the snapshot's in one statement) and the",

@@ -54,6 +54,7 @@ def _run_drain(system, workers: int, jobs: int, *, extra=(), timeout=240.0):
     lost = len(re.findall(r"event=claim_lost", logs))
     return {
         "rate": progress.steady_rate(jobs),
+        "cpu_busy": progress.steady_cpu_busy(jobs),
         "wall": progress.finished_after,
         "claimed": claimed,
         "lost": lost,
@@ -89,6 +90,7 @@ def drain(ctx):
                 "workers": w,
                 "rate": median([r["rate"] for r in rs]),
                 "rates": [round(r["rate"] or 0) for r in rs],
+                "cpu_busy": median([r["cpu_busy"] for r in rs]),
                 "wall": median([r["wall"] for r in rs]),
                 "lost": lost,
                 "claimed": claimed,
