@@ -5,7 +5,8 @@ import os
 import pytest
 
 from analysis_jobs.exceptions import ResourceExceeded, RevisionNotFound, SourceNotFound
-from analysis_jobs.pipeline.sources import Exclusions, is_unsafe, resolve_revision
+from analysis_jobs.pipeline import sources
+from analysis_jobs.pipeline.sources import Exclusions, GitSource, is_unsafe, resolve_revision
 from tests.pipeline_support import analyse, commit_tree, git, write_tree
 
 
@@ -158,6 +159,41 @@ def test_a_subfolder_of_a_repository_is_read_at_the_revision(repository):
     root, first, _ = repository
     result = analyse(root / "lib", commit=first)
     assert files(result) == ["util.py"]
+
+
+def _blobs(root, commit, paths):
+    """Return the ``(path, bytes)`` a revision's source gives for ``paths``, in order."""
+    source = GitSource(str(root), commit, Exclusions(()))
+    try:
+        entries = {entry.path: entry for entry in source.entries()}
+        return [(entry.path, data) for entry, data in source.read([entries[path] for path in paths], 1 << 20)]
+    finally:
+        source.close()
+
+
+def test_a_revision_is_read_a_window_of_objects_at_a_time_each_answer_to_its_own_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "REQUESTS_AHEAD", 3)
+    contents = {f"m{index}.py": f"VALUE = {index}\n" * (index + 1) for index in range(8)}
+    root = write_tree(tmp_path / "many", contents)
+    commit = commit_tree(root)
+    paths = sorted(contents)
+    assert _blobs(root, commit, paths) == [(path, contents[path].encode()) for path in paths]
+
+
+def test_a_read_left_half_way_does_not_hand_its_unread_answers_to_the_next_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "REQUESTS_AHEAD", 4)
+    contents = {f"f{index}.txt": f"file {index}\n" for index in range(6)}
+    root = write_tree(tmp_path / "half", contents)
+    commit = commit_tree(root)
+    source = GitSource(str(root), commit, Exclusions(()))
+    try:
+        entries = list(source.entries())
+        reading = source.read(entries, 1 << 20)
+        assert next(reading)[1] == b"file 0\n"
+        reading.close()  # three answers of this window were never read
+        assert [data for _, data in source.read(entries[4:], 1 << 20)] == [b"file 4\n", b"file 5\n"]
+    finally:
+        source.close()
 
 
 def test_a_directory_and_the_revision_holding_the_same_files_give_the_same_hash(repository, tmp_path):
