@@ -511,18 +511,39 @@ def _floor_analysis(root: Path) -> float:
     return time.monotonic() - t0
 
 
-def _analyse_once(ctx, source: Path):
-    """Queue one analysis of ``source`` and run one ``runworker`` for it; return (seconds, peak RSS MiB, status)."""
+def _analyse_once(ctx, source: Path, commit: str = ""):
+    """Queue one analysis of ``source`` (at ``commit``) and run one ``runworker`` for it; return (seconds, peak RSS MiB, status)."""
     from analysis_jobs.control_plane import DatabaseControlPlane
     from analysis_jobs.models import AnalysisJob
 
-    job, _ = DatabaseControlPlane().enqueue(str(source))
+    job, _ = DatabaseControlPlane().enqueue(str(source), revision=commit, commit=commit)
     proc = spawn(manage("runworker", "--burst", "--max-jobs", "1"), base_env(DATABASE_URL=ctx.url()), "analysis")
     _, status, usage = os.wait4(proc.popen.pid, 0)
     proc.popen.returncode = os.waitstatus_to_exitcode(status)
     job = AnalysisJob.objects.get(pk=job.pk)
     seconds = (job.completed_at - job.started_at).total_seconds() if job.completed_at and job.started_at else None
     return seconds, usage.ru_maxrss / 1024, job.status, proc
+
+
+def _two_revisions(source: Path, repository: Path, changed: Path) -> tuple[str, str]:
+    """Commit a copy of ``source`` (packed, as a clone is), then a one-line change to ``changed``; return both commits."""
+    if repository.exists():
+        shutil.rmtree(repository)
+    shutil.copytree(source, repository)
+    env = dict(base_env(), GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost", GIT_COMMITTER_NAME="bench",
+               GIT_COMMITTER_EMAIL="bench@localhost")
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repository), *args], env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "Django's source")
+    git("gc", "-q")
+    path = repository / changed
+    path.write_text(path.read_text() + "\n\n# bench edit\n")
+    git("commit", "-q", "-am", "One file changed")
+    return git("rev-parse", "HEAD~1"), git("rev-parse", "HEAD")
 
 
 def analysis(ctx):
@@ -558,6 +579,18 @@ def analysis(ctx):
         statuses.append(status)
         print(f"   floor {floors[-1]:.2f} s  full {fulls[-1] or 0:.2f} s  one-file re-analysis {reruns[-1] or 0:.2f} s  peak {max(peaks[-2:]):.0f} MiB", flush=True)
     changed.write_text(original)
+    first, second = _two_revisions(source, OUT / "django-git", changed.relative_to(source))
+    git_fulls, git_reruns = [], []
+    for repeat in range(ctx.args.repeats):
+        reset_partha_pg(conn)
+        for commit, figures in ((first, git_fulls), (second, git_reruns)):
+            seconds, peak, status, proc = _analyse_once(ctx, OUT / "django-git", commit)
+            figures.append(seconds)
+            peaks.append(peak)
+            statuses.append(status)
+            if status != "completed":
+                print(proc.text()[-3000:])
+        print(f"   revision: full {git_fulls[-1] or 0:.2f} s  next commit (one file changed) {git_reruns[-1] or 0:.2f} s", flush=True)
     pipeline = default_pipeline()
     return {
         "files": files,
@@ -570,6 +603,9 @@ def analysis(ctx):
         "rerun_seconds": median(reruns),
         "full_over_floor": median([f / fl for f, fl in zip(fulls, floors) if f]),
         "rerun_over_full": median([r / f for r, f in zip(reruns, fulls) if r and f]),
+        "git_full_seconds": median(git_fulls),
+        "git_rerun_seconds": median(git_reruns),
+        "git_rerun_over_full": median([r / f for r, f in zip(git_reruns, git_fulls) if r and f]),
         "peak_rss_mib": max(peaks),
         "statuses": statuses,
     }
