@@ -77,22 +77,25 @@ def cpu_ticks() -> tuple[int, int]:
     return total - idle, total
 
 
+STEADY = (0.2, 0.9)  # the fractions of a queue between which a drain's rate is taken: start-up and tail left out
+
+
 @dataclass
 class Progress:
-    """Samples of (seconds since start, jobs done, CPU ticks) taken while workers drained a queue."""
+    """Samples of (seconds since start, jobs done) taken while workers drained a queue, and the CPU ticks at the
+    two samples that open and close the steady window (the only ones that need them)."""
 
-    samples: list[tuple[float, int, tuple[int, int]]] = field(default_factory=list)
+    samples: list[tuple[float, int]] = field(default_factory=list)
+    ticks: dict[int, tuple[int, int]] = field(default_factory=dict)  # sample index -> cpu_ticks()
 
-    def sample_at(self, count: int):
-        for sample in self.samples:
-            if sample[1] >= count:
-                return sample
-        return None
-
-    def steady_window(self, total: int, low: float = 0.2, high: float = 0.9):
-        """The first samples at the ``low`` and ``high`` fractions of ``total``: start-up and tail left out."""
-        a, b = self.sample_at(int(total * low)), self.sample_at(int(total * high))
-        if a is None or b is None or b[0] <= a[0]:
+    def steady_window(self, total: int) -> tuple[int, int] | None:
+        """The indexes of the first samples at the ``STEADY`` fractions of ``total``."""
+        found = []
+        for fraction in STEADY:
+            wanted = int(total * fraction)
+            found.append(next((index for index, (_, count) in enumerate(self.samples) if count >= wanted), None))
+        a, b = found
+        if a is None or b is None or self.samples[b][0] <= self.samples[a][0]:
             return None
         return a, b
 
@@ -101,15 +104,15 @@ class Progress:
         window = self.steady_window(total)
         if window is None:
             return None
-        a, b = window
-        return (b[1] - a[1]) / (b[0] - a[0])
+        (ta, ca), (tb, cb) = self.samples[window[0]], self.samples[window[1]]
+        return (cb - ca) / (tb - ta)
 
     def steady_cpu_busy(self, total: int) -> float | None:
         """The share of all cores' time that was busy over the steady window (the bench's own polling included)."""
         window = self.steady_window(total)
-        if window is None:
+        if window is None or not all(index in self.ticks for index in window):
             return None
-        (busy_a, total_a), (busy_b, total_b) = window[0][2], window[1][2]
+        (busy_a, total_a), (busy_b, total_b) = self.ticks[window[0]], self.ticks[window[1]]
         return (busy_b - busy_a) / (total_b - total_a) if total_b > total_a else None
 
     @property
@@ -120,11 +123,15 @@ class Progress:
 def watch(done, total: int, *, timeout: float, interval: float = 0.005, alive=None) -> Progress:
     """Call ``done()`` every ``interval`` seconds until it reaches ``total``; raise after ``timeout`` seconds."""
     progress = Progress()
+    marks = [int(total * fraction) for fraction in STEADY]
     start = time.monotonic()
     while True:
         count = done()
         now = time.monotonic() - start
-        progress.samples.append((now, count, cpu_ticks()))
+        progress.samples.append((now, count))
+        while marks and count >= marks[0]:
+            progress.ticks[len(progress.samples) - 1] = cpu_ticks()
+            marks.pop(0)
         if count >= total:
             return progress
         if now > timeout:
