@@ -78,11 +78,10 @@ class Heartbeat:
     is held. ``after_beat`` runs after each beat.
     """
 
-    def __init__(self, control_plane: DatabaseControlPlane, interval: float, after_beat=None, *, monotonic=time.monotonic):
+    def __init__(self, control_plane: DatabaseControlPlane, interval: float, after_beat=None):
         self.control_plane = control_plane
         self.interval = interval
         self.after_beat = after_beat
-        self.monotonic = monotonic
         self._changed = threading.Condition()  # notified only by ``close``
         self._beating = threading.Lock()  # held while a beat runs, so that ``release`` can wait one out
         self._held: _Held | None = None
@@ -92,7 +91,7 @@ class Heartbeat:
     def hold(self, lease: JobLease, flags: _Flags) -> None:
         """Beat for ``lease`` from ``interval`` seconds from now on; its renewals raise ``flags``."""
         with self._changed:
-            self._held = _Held(lease, flags, self.monotonic() + self.interval)
+            self._held = _Held(lease, flags, time.monotonic() + self.interval)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
                 self._thread.start()
@@ -142,7 +141,7 @@ class Heartbeat:
                             self.after_beat()
                     except Exception:
                         logger.exception("job id=%s event=heartbeat_error worker=%s", held.lease.job_id, held.lease.worker_id)
-                    held.due = self.monotonic() + self.interval
+                    held.due = time.monotonic() + self.interval
         finally:
             connections.close_all()
 
@@ -154,7 +153,7 @@ class Heartbeat:
                 self._changed.wait(self.interval)  # a lease held while this waits is due no sooner than it ends
                 return None
             while not self._closed and self._held is held:
-                delay = held.due - self.monotonic()
+                delay = held.due - time.monotonic()
                 if delay <= 0:
                     return None if held.flags.lost.is_set() else held
                 self._changed.wait(delay)
