@@ -561,35 +561,32 @@ def analysis(ctx):
     changed = source / "utils" / "text.py"
     original = changed.read_text()
     conn = psycopg.connect(ctx.dsn(), autocommit=True)
-    floors, fulls, reruns, peaks, statuses = [], [], [], [], []
-    for repeat in range(ctx.args.repeats):
-        changed.write_text(original)
-        floors.append(_floor_analysis(source))
-        reset_partha_pg(conn)  # no cached facts: a full analysis
-        seconds, peak, status, proc = _analyse_once(ctx, source)
-        fulls.append(seconds)
+    floors, fulls, reruns, git_fulls, git_reruns, peaks, statuses = [], [], [], [], [], [], []
+
+    def analyse(into: list, path: Path, commit: str = "") -> None:
+        """Time one analysis by a worker process into ``into``, keeping its peak memory and how it ended."""
+        seconds, peak, status, proc = _analyse_once(ctx, path, commit)
+        into.append(seconds)
         peaks.append(peak)
         statuses.append(status)
         if status != "completed":
             print(proc.text()[-3000:])
+
+    for repeat in range(ctx.args.repeats):
+        changed.write_text(original)
+        floors.append(_floor_analysis(source))
+        reset_partha_pg(conn)  # no cached facts: a full analysis
+        analyse(fulls, source)
         changed.write_text(original + f"\n\n# bench edit {repeat}\n")
-        seconds, peak, status, proc = _analyse_once(ctx, source)
-        reruns.append(seconds)
-        peaks.append(peak)
-        statuses.append(status)
+        analyse(reruns, source)
         print(f"   floor {floors[-1]:.2f} s  full {fulls[-1] or 0:.2f} s  one-file re-analysis {reruns[-1] or 0:.2f} s  peak {max(peaks[-2:]):.0f} MiB", flush=True)
     changed.write_text(original)
-    first, second = _two_revisions(source, OUT / "django-git", changed.relative_to(source))
-    git_fulls, git_reruns = [], []
+    repository = OUT / "django-git"
+    first, second = _two_revisions(source, repository, changed.relative_to(source))
     for repeat in range(ctx.args.repeats):
         reset_partha_pg(conn)
-        for commit, figures in ((first, git_fulls), (second, git_reruns)):
-            seconds, peak, status, proc = _analyse_once(ctx, OUT / "django-git", commit)
-            figures.append(seconds)
-            peaks.append(peak)
-            statuses.append(status)
-            if status != "completed":
-                print(proc.text()[-3000:])
+        analyse(git_fulls, repository, first)
+        analyse(git_reruns, repository, second)
         print(f"   revision: full {git_fulls[-1] or 0:.2f} s  next commit (one file changed) {git_reruns[-1] or 0:.2f} s", flush=True)
     pipeline = default_pipeline()
     return {
