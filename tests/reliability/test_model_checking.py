@@ -268,7 +268,12 @@ class QueueMachine(RuleBasedStateMachine):
         def call():
             return self.cp.seal(lease, snapshot_id=held.snapshot_id, facts='{"f":1}', content_hash="a" * 64)
         state = AnalysisSnapshot.objects.filter(pk=held.snapshot_id).values_list("state", flat=True).get()
-        allowed = self._owns(lease) and not job.cancel_requested and state == SnapshotState.BUILDING
+        # The held snapshot must still be the job's: a begin by an equal lease (the same worker re-claiming at the
+        # same attempt after a hand-back refunded it) attaches a newer one, and the seal refuses the detached one.
+        allowed = (
+            self._owns(lease) and not job.cancel_requested and state == SnapshotState.BUILDING
+            and job.snapshot_id == held.snapshot_id
+        )
         if not allowed:
             self._refused_changes_nothing(lease, call)
             return
@@ -408,3 +413,20 @@ def test_random_interleavings_keep_every_invariant():
             phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
         ),
     )
+
+
+@pytest.mark.django_db
+def test_a_seal_of_a_snapshot_an_equal_lease_detached_is_refused_in_the_model_too():
+    """What the random run once found: a hand-back refunds the attempt, so the same worker's next claim gets a
+    lease equal to the old one; the old one's begin attaches a newer snapshot, and the seal refuses the first."""
+    machine = QueueMachine()
+    try:
+        first = machine._claim("w1", sorted(machine.jobs)[0])
+        machine.hand_back(first)
+        second = machine._claim("w1", first.lease.job_id)
+        machine.begin(second)
+        machine.begin(first)
+        machine.seal(second)
+        machine.rows_match_the_model()
+    finally:
+        machine.teardown()
