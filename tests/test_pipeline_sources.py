@@ -2,11 +2,14 @@
 
 import os
 
+import pathspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from analysis_jobs.exceptions import ResourceExceeded, RevisionNotFound, SourceNotFound
 from analysis_jobs.pipeline import sources
-from analysis_jobs.pipeline.sources import Exclusions, GitSource, is_unsafe, resolve_revision
+from analysis_jobs.pipeline.sources import Exclusions, GitSource, _Rules, is_unsafe, resolve_revision
 from tests.pipeline_support import analyse, commit_tree, git, write_tree
 
 
@@ -217,3 +220,19 @@ def test_exclusion_rules_follow_gitignore_precedence():
     assert rules.excluded("build", True) and not rules.excluded("build", False)
     assert rules.excluded("x.tmp", False) and not rules.excluded("keep.tmp", False)
     assert rules.excluded("a/x.py", False) and not rules.excluded("a/main.py", False) and not rules.excluded("b/x.py", False)
+
+
+PATTERNS = ["build/", "*.pyc", "/dist", "docs/*.md", "**/gen/", "node_modules/", "a/b", "*.egg-info/", "x?", "[ab]c/"]
+PARTS = ["a", "b", "ac", "bc", "build", "dist", "docs", "gen", "node_modules", "x1", "m.py", "m.pyc", "r.md", "p.egg-info"]
+
+
+@given(
+    st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=6),
+    st.lists(st.sampled_from(PARTS), min_size=1, max_size=5),
+    st.booleans(),
+)
+def test_the_one_regex_fast_path_agrees_with_pathspec(patterns, parts, is_dir):
+    rules = _Rules(patterns)
+    probe = "/".join(parts) + ("/" if is_dir else "")
+    assert rules.combined is not None
+    assert rules.verdict(probe) == pathspec.GitIgnoreSpec.from_lines(patterns).check_file(probe).include

@@ -29,6 +29,7 @@ from ..exceptions import RevisionNotFound, SourceNotFound
 
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
 REQUESTS_AHEAD = 256  # object ids written to cat-file before reading answers: ~10 KiB, well within a pipe
+ANY_DEPTH = "^(?:.+/)?"  # how pathspec's regex for a pattern with no inner slash opens
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,11 @@ def symlink_stays_inside(link: str, target: bytes) -> bool:
 
 
 class _Rules:
-    """One gitignore file's patterns (``pathspec``), with a one-regex fast path when none re-includes."""
+    """One gitignore file's patterns (``pathspec``), with a one-regex fast path when none re-includes.
+
+    Most patterns match at any depth, and their regexes all open with the same ``^(?:.+/)?``; the fast path
+    opens with it once, so a path's slashes are tried once for all of them rather than once per pattern.
+    """
 
     def __init__(self, lines: list[str]):
         self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
@@ -66,8 +71,12 @@ class _Rules:
         self.empty = not patterns
         self.combined = None
         if patterns and all(pattern.include for pattern in patterns):
-            alternatives = "|".join(f"(?:{pattern.regex.pattern.replace('(?P<ps_d>', '(')})" for pattern in patterns)
-            self.combined = re.compile(alternatives)
+            regexes = [pattern.regex.pattern.replace("(?P<ps_d>", "(") for pattern in patterns]
+            deep = [regex[len(ANY_DEPTH):] for regex in regexes if regex.startswith(ANY_DEPTH)]
+            alternatives = [f"(?:{regex})" for regex in regexes if not regex.startswith(ANY_DEPTH)]
+            if deep:
+                alternatives.append(f"(?:{ANY_DEPTH}(?:{'|'.join(deep)}))")
+            self.combined = re.compile("|".join(alternatives))
 
     def verdict(self, probe: str) -> bool | None:
         """True: excluded; False: re-included by a ``!`` pattern; None: no pattern matches."""
