@@ -174,3 +174,24 @@ class FileFacts(models.Model):
 
     def __str__(self):
         return f"{self.extractor} facts of {self.sha256[:12]}"
+
+
+class BlobDigest(models.Model):
+    """What reading one git blob told us, so that the same blob in the next revision is not read again.
+
+    A blob id names its content, so the digest holds wherever the blob turns up (any commit, any repository);
+    rows are written once and never changed. A revision's unchanged files cost a look-up here and one in
+    ``FileFacts``, and only the changed files are read from git.
+    """
+
+    oid = models.CharField(max_length=64, help_text="The git object id (SHA-1, or SHA-256 in a SHA-256 repository).")
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    lines = models.PositiveIntegerField()
+    binary = models.BooleanField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["oid"], name="blob_digest_one_per_object")]
+
+    def __str__(self):
+        return f"blob {self.oid[:12]}"

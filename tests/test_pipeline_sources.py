@@ -1,5 +1,6 @@
 """Sources: exclusions, safety rules, budgets, odd names and contents, and git revisions read from the object store."""
 
+import hashlib
 import os
 
 import pathspec
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from analysis_jobs.exceptions import ResourceExceeded, RevisionNotFound, SourceNotFound
 from analysis_jobs.pipeline import sources
 from analysis_jobs.pipeline.sources import Exclusions, GitSource, _Rules, is_unsafe, resolve_revision
+from analysis_jobs.pipeline.repository import MemoryFactsCache
 from tests.pipeline_support import analyse, commit_tree, git, write_tree
 
 
@@ -236,3 +238,30 @@ def test_the_one_regex_fast_path_agrees_with_pathspec(patterns, parts, is_dir):
     probe = "/".join(parts) + ("/" if is_dir else "")
     assert rules.combined is not None
     assert rules.verdict(probe) == pathspec.GitIgnoreSpec.from_lines(patterns).check_file(probe).include
+
+
+def test_a_blob_seen_before_is_not_read_again_and_its_facts_are_parsed_if_they_were_lost(repository):
+    root, first, second = repository
+    write_tree(root, {"copy.py": "def f():\n    pass\n"})  # the same blob as lib/util.py
+    second = commit_tree(root)
+    cache = MemoryFactsCache()
+    before = analyse(root, commit=first, cache=cache)
+    assert (before.stats["read"], before.stats["remembered"]) == (3, 0)
+    after = analyse(root, commit=second, cache=cache)
+    assert (after.stats["read"], after.stats["remembered"], after.stats["parsed"]) == (2, 3, 2)  # app.py, new.py
+    assert after.hash == analyse(root, commit=second).hash
+
+    cache.entries.clear()  # digests kept, facts gone (as when an extractor's version changes)
+    again = analyse(root, commit=second, cache=cache)
+    assert (again.stats["read"], again.stats["remembered"], again.stats["parsed"]) == (4, 5, 3)
+    assert again.hash == after.hash
+
+
+def test_a_directory_is_read_in_full_every_time(tmp_path):
+    root = write_tree(tmp_path / "tree", {"a.py": "x = 1\n", "b.txt": "b\n"})
+    cache = MemoryFactsCache()
+    analyse(root, cache=cache)
+    write_tree(root, {"a.py": "x = 2\n"})
+    again = analyse(root, cache=cache)
+    assert (again.stats["read"], again.stats["remembered"], cache.digests) == (2, 0, {})
+    assert again.nodes["file:a.py"]["attrs"]["sha256"] == hashlib.sha256(b"x = 2\n").hexdigest()

@@ -1,12 +1,14 @@
 """The repository pipeline under the worker and the control plane: the cache, reuse by identity, revisions, budgets."""
 
+import hashlib
+
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 from django.conf import settings
 
 from analysis_jobs.control_plane import DatabaseControlPlane
-from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, FileFacts, JobStatus, SnapshotState
+from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, BlobDigest, FileFacts, JobStatus, SnapshotState
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
 from analysis_jobs.pipeline.repository import identity_for_revision
 from analysis_jobs.worker import JobOutcome
@@ -118,6 +120,28 @@ def test_a_job_queued_with_a_revision_but_no_commit_resolves_it_when_it_runs(db,
     assert run_job() is JobOutcome.COMPLETED
     job.refresh_from_db()
     assert job.snapshot.identity == identity_for_revision(str(root), second)
+
+
+def test_the_next_commit_reads_from_git_only_the_blobs_it_has_not_seen(db, control_plane, make_worker, repository):
+    root, first, second = repository
+    analyses = []
+
+    class Recording(RepositoryPipeline):
+        def document(self, state):
+            analyses.append(state.values["stats"])
+            return super().document(state)
+
+    def analyse(commit):
+        control_plane.enqueue(str(root), revision=commit, commit=commit)
+        assert make_worker(Recording()).run(control_plane.claim_next("w1")) is JobOutcome.COMPLETED
+
+    analyse(first)
+    assert analyses[0]["read"] == 2 and BlobDigest.objects.count() == 2
+    analyse(second)
+    assert (analyses[1]["read"], analyses[1]["remembered"], analyses[1]["parsed"]) == (1, 1, 1)  # app.py alone
+    assert BlobDigest.objects.count() == 3
+    requirements = BlobDigest.objects.get(sha256=hashlib.sha256(b"requests\n").hexdigest())
+    assert (requirements.size, requirements.lines, requirements.binary) == (9, 1, False)
 
 
 def test_complete_with_snapshot_is_guarded(db, control_plane, make_job, fake_clock):

@@ -8,8 +8,9 @@ files inside them):
   resolved now. A git revision whose identity already has a sealed snapshot stops here (``SnapshotReused``).
 - ``extract``: list the source through the exclusions and safety rules, then read files in batches: each file
   is read once, hashed and sniffed for binary from the same bytes; one cache look-up per batch finds the files
-  whose (sha256, extractor) facts are known, and only the others are parsed. The budgets (files, bytes,
-  seconds) fail the job with ``RI-RESOURCE-EXCEEDED``.
+  whose (sha256, extractor) facts are known, and only the others are parsed. A git blob seen before (by any
+  analysis) is not read at all: its digest is looked up by object id. The budgets (files, bytes, seconds) fail
+  the job with ``RI-RESOURCE-EXCEEDED``.
 - ``link``: the identity (a directory's is known only now, from its tree digest) is checked for reuse, then
   the cached per-file facts become one ordered graph.
 """
@@ -19,6 +20,7 @@ import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass
 
 from ..exceptions import ResourceExceeded
 from .base import AnalysisState, Check, SnapshotReused, Stage
@@ -91,8 +93,23 @@ def _resume_cycle_collector(running: bool) -> None:
         gc.enable()
 
 
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """What a file's bytes say about it, its facts apart."""
+
+    size: int
+    sha256: str
+    lines: int
+    binary: bool
+
+    @classmethod
+    def of(cls, data: bytes) -> "Digest":
+        lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        return cls(len(data), hashlib.sha256(data).hexdigest(), lines, b"\0" in data[:BINARY_SNIFF])
+
+
 class FactsCache:
-    """Per-file facts by (sha256, extractor key), read and written in bulk."""
+    """Per-file facts by (sha256, extractor key), and git blobs' digests by object id, read and written in bulk."""
 
     def __init__(self, using: str = "default"):
         self.using = using
@@ -115,12 +132,28 @@ class FactsCache:
             ]
             FileFacts.objects.using(self.using).bulk_create(rows, ignore_conflicts=True, batch_size=500)
 
+    def get_digests(self, oids: list[str]) -> dict[str, Digest]:
+        if not oids:
+            return {}
+        from ..models import BlobDigest
+
+        rows = BlobDigest.objects.using(self.using).filter(oid__in=set(oids)).values_list("oid", "size", "sha256", "lines", "binary")
+        return {oid: Digest(size, sha256, lines, binary) for oid, size, sha256, lines, binary in rows}
+
+    def put_digests(self, digests: dict[str, Digest]) -> None:
+        if digests:
+            from ..models import BlobDigest
+
+            rows = [BlobDigest(oid=oid, size=d.size, sha256=d.sha256, lines=d.lines, binary=d.binary) for oid, d in digests.items()]
+            BlobDigest.objects.using(self.using).bulk_create(rows, ignore_conflicts=True, batch_size=500)
+
 
 class MemoryFactsCache:
-    """A ``FactsCache`` in a dict, for analyses that must not touch a database (tests, benchmarks)."""
+    """A ``FactsCache`` in dicts, for analyses that must not touch a database (tests, benchmarks)."""
 
     def __init__(self):
         self.entries: dict[tuple[str, str], str] = {}
+        self.digests: dict[str, Digest] = {}
 
     def get_many(self, keys):
         return {key: json.loads(self.entries[key]) for key in keys if key in self.entries}
@@ -128,6 +161,13 @@ class MemoryFactsCache:
     def put_many(self, facts):
         for key, value in facts.items():
             self.entries.setdefault(key, json.dumps(value, sort_keys=True, separators=(",", ":")))
+
+    def get_digests(self, oids):
+        return {oid: self.digests[oid] for oid in oids if oid in self.digests}
+
+    def put_digests(self, digests):
+        for oid, digest in digests.items():
+            self.digests.setdefault(oid, digest)
 
 
 class RepositoryPipeline:
@@ -162,7 +202,7 @@ class RepositoryPipeline:
 
     def extract(self, state: AnalysisState, check: Check) -> None:
         source = open_source(state.source, state.values["commit"], self._exclusions())
-        stats = state.values["stats"] = {"listed": 0, "read": 0, "parsed": 0, "cached": 0}
+        stats = state.values["stats"] = {"listed": 0, "read": 0, "remembered": 0, "parsed": 0, "cached": 0}
         records: list[FileRecord] = []
         config, pending, total = self.config, [], 0
         paused = _pause_cycle_collector()
@@ -245,35 +285,54 @@ class RepositoryPipeline:
             raise SnapshotReused(sealed)
 
     def _read_batch(self, state, source, entries, records, check) -> None:
+        """Add each of ``entries`` to ``records`` with its facts, reading no git blob whose digest is known.
+
+        A file is read at most once: for its digest, or (digest known, facts not, as after an extractor's
+        version changes) for its facts. Facts are parsed only when neither the cache nor this batch has them.
+        """
         if not entries:
             return
-        limit, stats = self.config.max_file_bytes, state.values["stats"]
-        wanted = []
-        for entry, data in source.read(entries, limit):
+        limit, stats, by_blob = self.config.max_file_bytes, state.values["stats"], source.kind == "git"
+        digests = self.cache.get_digests([entry.handle for entry in entries]) if by_blob else {}
+        unread = [entry for entry in entries if entry.handle not in digests]
+        stats["remembered"] += len(entries) - len(unread)
+        contents, read = {}, {}
+        for entry, data in source.read(unread, limit):
             check()
-            path = entry.path
             if data is None or len(data) > limit:
-                records.append(FileRecord(path, "file", entry.size, language=language_of(path), skipped="unreadable" if data is None else "too-large"))
+                records.append(FileRecord(entry.path, "file", entry.size, language=language_of(entry.path),
+                                          skipped="unreadable" if data is None else "too-large"))
                 continue
             stats["read"] += 1
-            binary = b"\0" in data[:BINARY_SNIFF]
-            lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-            extractor = None if binary else extractor_for(path)
-            record = FileRecord(path, "file", len(data), hashlib.sha256(data).hexdigest(), binary, lines, language_of(path),
-                                extractor.key if extractor else "")
+            contents[entry.path] = data
+            digests[entry.handle] = read[entry.handle] = Digest.of(data)
+        if by_blob:
+            self.cache.put_digests(read)
+        wanted = []
+        for entry in entries:
+            digest = digests.get(entry.handle)
+            if digest is None:
+                continue  # not read: recorded above
+            extractor = None if digest.binary else extractor_for(entry.path)
+            record = FileRecord(entry.path, "file", digest.size, digest.sha256, digest.binary, digest.lines,
+                                language_of(entry.path), extractor.key if extractor else "")
             records.append(record)
             if extractor is not None:
-                wanted.append((record, extractor, data))
-        keys = {(record.sha256, extractor.key) for record, extractor, _ in wanted}
-        known = self.cache.get_many(keys)
+                wanted.append((record, extractor, entry))
+        known = self.cache.get_many({(record.sha256, extractor.key) for record, extractor, _ in wanted})
+        unparsed = [entry for record, extractor, entry in wanted
+                    if (record.sha256, extractor.key) not in known and entry.path not in contents]
+        for entry, data in source.read(unparsed, limit):  # git blobs, known by digest only
+            stats["read"] += 1
+            contents[entry.path] = data
         found = {}
-        for record, extractor, data in wanted:
+        for record, extractor, entry in wanted:
             key = (record.sha256, extractor.key)
-            facts = known.get(key) or found.get(key)
+            facts = known[key] if key in known else found.get(key)
             if facts is None:
                 check()
                 self._within_time(state)
-                facts = found[key] = run_extractor(extractor, data)
+                facts = found[key] = run_extractor(extractor, contents[entry.path])
                 stats["parsed"] += 1
             else:
                 stats["cached"] += 1
