@@ -4,11 +4,15 @@ The floor: the least a database queue can do per job, as a plain psycopg loop on
 Per job: read the oldest queued row, claim it with a guarded update, complete it with a guarded update, each in
 its own transaction (autocommit), and nothing else: no lease renewal, no snapshot written, no logging. Run as
 ``python -m bench.floor DSN SNAPSHOT_ID`` until the queue is empty.
+
+``--chained`` is the least a queue can do at all: one statement per job, which completes the job in hand and
+claims the next (``FOR UPDATE SKIP LOCKED``) in the same transaction. It shows what the machine allows as workers
+are added, whatever the design.
 """
 
+import argparse
 import datetime as dt
 import os
-import sys
 
 import psycopg
 
@@ -43,5 +47,40 @@ def drain(dsn: str, snapshot_id: int) -> int:
             done += 1
 
 
+CLAIM_NEXT = (
+    f"UPDATE {TABLE} SET status = 'running', worker_id = %(worker)s, attempt = attempt + 1, lease_expires_at = %(lease)s,"
+    " started_at = %(now)s, updated_at = %(now)s"
+    f" WHERE id = (SELECT id FROM {TABLE} WHERE status = 'queued' ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+    " AND status = 'queued' RETURNING id, attempt"
+)
+COMPLETE_AND_CLAIM_NEXT = (
+    f"WITH completed AS (UPDATE {TABLE} SET status = 'completed', stage = 'done', progress = 100, lease_expires_at = NULL,"
+    " snapshot_id = %(snapshot)s, completed_at = %(now)s, updated_at = %(now)s"
+    " WHERE id = %(id)s AND status = 'running' AND worker_id = %(worker)s AND attempt = %(attempt)s) "
+    + CLAIM_NEXT
+)
+
+
+def drain_chained(dsn: str, snapshot_id: int) -> int:
+    worker = f"floor:{os.getpid()}"
+    done = 0
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        now = dt.datetime.now(dt.UTC)
+        row = conn.execute(CLAIM_NEXT, {"worker": worker, "lease": now + dt.timedelta(seconds=30), "now": now}).fetchone()
+        while row is not None:
+            now = dt.datetime.now(dt.UTC)
+            row = conn.execute(COMPLETE_AND_CLAIM_NEXT, {
+                "snapshot": snapshot_id, "id": row[0], "attempt": row[1], "worker": worker,
+                "lease": now + dt.timedelta(seconds=30), "now": now,
+            }).fetchone()
+            done += 1
+    return done
+
+
 if __name__ == "__main__":
-    print(drain(sys.argv[1], int(sys.argv[2])))
+    parser = argparse.ArgumentParser(prog="python -m bench.floor", description="Drain the queue as the floor; print the jobs done.")
+    parser.add_argument("dsn", help="The PostgreSQL connection string.")
+    parser.add_argument("snapshot_id", type=int, help="The sealed snapshot every completed job points at.")
+    parser.add_argument("--chained", action="store_true", help="One statement per job: complete it and claim the next.")
+    args = parser.parse_args()
+    print((drain_chained if args.chained else drain)(args.dsn, args.snapshot_id))

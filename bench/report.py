@@ -135,8 +135,9 @@ def render(r, args) -> str:
             "Steady rate: jobs done between 20% and 90% of the queue over the time between them (process start-up and",
             "the tail left out alike for every system). Jobs are committed before the workers start. This project's",
             "no-op job is a pipeline with no stages: claim, lease, snapshot, seal, complete. The floor is a plain psycopg",
-            "loop on the same table (oldest-queued read, guarded claim, guarded completion, each its own transaction).",
-            "Peers run with their default settings, one process per worker, concurrency 1.",
+            "loop on the same table (oldest-queued read, guarded claim, guarded completion, each its own transaction);",
+            "its one-statement form completes the job in hand and claims the next in one statement, the least a queue",
+            "can do per job. Peers run with their default settings, one process per worker, concurrency 1.",
             "",
             "| system | W=1 | W=2 | W=4 | runs at W=4 |",
             "|---|---:|---:|---:|---|",
@@ -159,6 +160,10 @@ def render(r, args) -> str:
             cells = [d["table"][f"{key}/{w}"] for w in (1, 2, 4)]
             out.append(f"| {cells[0]['system']} | " + " | ".join(
                 f"{_f(c['cpu_busy'] * 100)}%" if c.get("cpu_busy") is not None else "-" for c in cells) + " |")
+        chained = [d["table"].get(f"floor-chained/{w}", {}).get("rate") for w in (2, 4)]
+        if all(chained):
+            out += ["", f"The floor's one-statement form makes a third of the floor's round trips per job; from W=2 to W=4 it went from "
+                        f"{_f(chained[0])} to {_f(chained[1])} jobs/s ({(chained[1] / chained[0] - 1) * 100:+.0f}%)."]
         out += ["", "Ratios of this project on PostgreSQL to each other system (median of the per-run ratios):", "", "| vs | W=1 | W=2 | W=4 |", "|---|---:|---:|---:|"]
         for other in ("floor", "dtdb", "procrastinate", "partha-sqlite"):
             out.append(f"| {other} | " + " | ".join(_f(d["ratios"].get(f"partha-pg/{other}/{w}"), 2) for w in (1, 2, 4)) + " |")

@@ -1,6 +1,7 @@
 """
 The systems under test, each able to empty its queue, fill it with N no-op jobs, start a worker process and
-count the jobs done: this project on PostgreSQL and SQLite, the plain-SQL floor, django-tasks-db, procrastinate.
+count the jobs done: this project on PostgreSQL and SQLite, the plain-SQL floor (and its one-statement form),
+django-tasks-db, procrastinate.
 """
 
 import datetime as dt
@@ -86,6 +87,7 @@ class ParthaSqlite(ParthaPostgres):
 class Floor(ParthaPostgres):
     name = "floor (plain SQL, PostgreSQL)"
     key = "floor"
+    floor_args: tuple[str, ...] = ()
 
     def enqueue(self, count):
         from analysis_jobs.models import AnalysisSnapshot, SnapshotState
@@ -97,7 +99,13 @@ class Floor(ParthaPostgres):
         ).pk
 
     def start(self, index, *args):
-        return spawn([sys.executable, "-m", "bench.floor", self.dsn, str(self.snapshot_id)], base_env(), f"{self.key}-{index}")
+        return spawn([sys.executable, "-m", "bench.floor", self.dsn, str(self.snapshot_id), *self.floor_args], base_env(), f"{self.key}-{index}")
+
+
+class ChainedFloor(Floor):
+    name = "floor, one statement per job"
+    key = "floor-chained"
+    floor_args = ("--chained",)
 
 
 class DjangoTasksDb:

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 
 from .harness import OUT, ROOT, base_env, manage, median, percentile, spawn, watch
-from .systems import JOB_TABLE, DjangoTasksDb, Floor, ParthaPostgres, ParthaSqlite, Procrastinate, reset_partha_pg
+from .systems import JOB_TABLE, ChainedFloor, DjangoTasksDb, Floor, ParthaPostgres, ParthaSqlite, Procrastinate, reset_partha_pg
 
 ORDER = ["drain", "latency", "idle", "enqueue", "flat", "admin", "analysis"]
 WORKERS = (1, 2, 4)
@@ -68,6 +68,7 @@ def drain(ctx):
         ParthaPostgres(ctx.url(), ctx.dsn()),
         ParthaSqlite(ctx.sqlite_url, str(ctx.sqlite_path)),
         Floor(ctx.url(), ctx.dsn()),
+        ChainedFloor(ctx.url(), ctx.dsn()),
         DjangoTasksDb(ctx.url("dtdb"), ctx.dsn("dtdb")),
         Procrastinate(ctx.dsn("procrastinate")),
     ]
