@@ -1,8 +1,9 @@
 """
 The runner: a worker's identity, its poll loop, the stale sweep's cadence, and shutdown.
 
-The loop claims the oldest eligible job and runs it, again at once while a backlog drains, and waits a poll
-interval only when nothing is eligible. Every ``sweep_interval`` seconds it also sweeps: each running job whose
+The loop claims the oldest eligible job and runs it, again at once while a backlog drains, and waits only when
+nothing is eligible: until a poll interval after that empty poll began, so polls (and a job's wait) keep to the
+interval however long a poll takes. Every ``sweep_interval`` seconds it also sweeps: each running job whose
 lease lapsed is reclaimed (pinned to what the scan saw) and then healed to completed if its snapshot was sealed,
 cancelled if cancellation was asked, or requeued with backoff (``RI-JOB-STALE``) until its attempts are spent.
 On PostgreSQL the claim poll also reports whether any lease had lapsed; a poll that saw none stands in for the
@@ -120,6 +121,7 @@ class AnalysisWorkerRunner:
             while not self._stopping.is_set():
                 if self.max_jobs is not None and self.report.jobs >= self.max_jobs:
                     break
+                polled_at = self.clock.now()
                 try:
                     ran = self.run_once()
                     # After the poll, whose lapsed-lease check may make the scan needless.
@@ -132,7 +134,7 @@ class AnalysisWorkerRunner:
                 if not ran:
                     if self.burst:
                         break
-                    self.waiter.wait(self._stopping, self.poll_interval)
+                    self.waiter.wait(self._stopping, self._until_next_poll(polled_at))
         finally:
             if self._grace_timer is not None:
                 self._grace_timer.cancel()
@@ -143,6 +145,11 @@ class AnalysisWorkerRunner:
             self.worker.close()
             logger.info("worker id=%s event=stopped jobs=%s", self.worker_id, self.report.jobs)
         return self.report
+
+    def _until_next_poll(self, polled_at: dt.datetime) -> float:
+        """Return the wait that starts the next poll a poll interval after this one, however long this one took."""
+        elapsed = (self.clock.now() - polled_at).total_seconds()
+        return min(self.poll_interval, max(0.0, self.poll_interval - elapsed))
 
     def run_once(self) -> bool:
         """Claim one eligible job and run it; return False if there was none."""

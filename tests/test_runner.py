@@ -111,6 +111,23 @@ def test_an_idle_runner_waits_a_poll_interval_between_polls(db, build_runner, ma
     assert fake_clock.now() - start == dt.timedelta(seconds=21)
 
 
+def test_polls_keep_to_the_poll_interval_however_long_each_takes(db, control_plane, build_runner, make_job, fake_clock, monkeypatch):
+    claim_next = control_plane.claim_next
+
+    def slow_claim_next(worker_id):
+        lease = claim_next(worker_id)
+        fake_clock.advance(2)  # the poll's statements took 2 s
+        return lease
+
+    monkeypatch.setattr(control_plane, "claim_next", slow_claim_next)
+    runner = build_runner(burst=False, poll_interval=7, max_jobs=1)
+    job = make_job(next_attempt_at=fake_clock.now() + dt.timedelta(seconds=20))
+    start = fake_clock.now()
+    assert runner.run().outcomes == {"completed": 1}
+    # Polls start at 0, 7, 14 and 21, not 0, 9, 18 and 27: a job waits at most a poll interval.
+    assert AnalysisJob.objects.get(pk=job.pk).started_at - start == dt.timedelta(seconds=21)
+
+
 def test_max_jobs_stops_the_runner_with_the_rest_still_queued(db, build_runner, make_job):
     jobs = [make_job() for _ in range(4)]
     report = build_runner(burst=False, max_jobs=3).run()
