@@ -265,3 +265,14 @@ def test_a_directory_is_read_in_full_every_time(tmp_path):
     again = analyse(root, cache=cache)
     assert (again.stats["read"], again.stats["remembered"], cache.digests) == (2, 0, {})
     assert again.nodes["file:a.py"]["attrs"]["sha256"] == hashlib.sha256(b"x = 2\n").hexdigest()
+
+
+def test_a_revision_is_read_as_its_objects_are_even_where_a_replace_ref_stands_in_for_one(repository, tmp_path):
+    root, first, _ = repository
+    original = git(root, "rev-parse", f"{first}:app.py")
+    stand_in = git(root, "hash-object", "-w", str(write_tree(tmp_path / "other", {"app.py": "import django\n"}) / "app.py"))
+    git(root, "replace", original, stand_in)
+    cache = MemoryFactsCache()
+    result = analyse(root, commit=first, cache=cache)
+    assert result.targets("mod:py:app", "imports") == ["dep:pypi:requests"]  # what the commit holds
+    assert cache.digests[original].sha256 == hashlib.sha256(b"import requests\n").hexdigest()

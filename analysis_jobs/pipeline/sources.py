@@ -27,7 +27,9 @@ import pathspec
 
 from ..exceptions import RevisionNotFound, SourceNotFound
 
-GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+# No replace refs: an object id then always names the bytes read for it, which the blob digests rely on, and a
+# commit is read as it was committed, not as a local `git replace` would show it.
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1"}
 REQUESTS_AHEAD = 256  # object ids written to cat-file before reading answers: ~10 KiB, well within a pipe
 ANY_DEPTH = "^(?:.+/)?"  # how pathspec's regex for a pattern with no inner slash opens
 
