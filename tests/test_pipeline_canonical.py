@@ -34,6 +34,17 @@ def test_a_string_that_looks_like_a_float_is_only_a_string():
     assert canonical_json({"url": "http://h:1.5", "v": [":2e3"]}) == '{"url":"http://h:1.5","v":[":2e3"]}'
 
 
+def test_a_literal_that_spells_a_lone_surrogate_becomes_its_escape_in_the_facts(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "app.py": 'import requests\nrequests.get("https://a\\ud800b.example/x")\n',
+        "package.json": '{"dependencies": {"left\\ud800pad": "1.0.0"}}\n',
+    })
+    result = analyse(root)
+    assert result.nodes["svc:a\\ud800b.example"]["attrs"]["host"] == "a\\ud800b.example"
+    assert "dep:npm:left\\ud800pad" in result.nodes
+    assert result.hash == content_hash(result.text)
+
+
 def test_facts_reported_twice_are_one_fact_with_both_evidences():
     graph = GraphBuilder()
     graph.edge("mod:py:a", "imports", "std:py:os", None, ("a.py", 2, 2, "python@1"))

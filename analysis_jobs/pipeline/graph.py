@@ -11,7 +11,17 @@ import unicodedata
 
 
 def nfc(text: str) -> str:
-    return text if text.isascii() else unicodedata.normalize("NFC", text)
+    """Return ``text`` as a fact holds it: in NFC, and with any lone surrogate written as its escape.
+
+    A Python or JSON string literal can spell a lone surrogate (``"\\ud800"``); no UTF-8 text can hold one.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return unicodedata.normalize("NFC", text)
 
 
 def _attrs(attrs: dict) -> dict:
