@@ -1,8 +1,10 @@
 """Canonical snapshots: one byte form, the same hash for the same content wherever it lives, a stable identity."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from analysis_jobs.pipeline import canonical_json, content_hash
+from analysis_jobs.pipeline import canonical, canonical_json, content_hash
 from analysis_jobs.pipeline.config import PipelineConfig
 from analysis_jobs.pipeline.graph import GraphBuilder
 from analysis_jobs.pipeline.repository import snapshot_identity
@@ -32,6 +34,44 @@ def test_canonical_json_refuses_floats(document):
 
 def test_a_string_that_looks_like_a_float_is_only_a_string():
     assert canonical_json({"url": "http://h:1.5", "v": [":2e3"]}) == '{"url":"http://h:1.5","v":[":2e3"]}'
+
+
+# Strings made to look like what the fast path must doubt: floats, NaN's "null", non-NFC text, lone surrogates.
+PIECES = st.characters(exclude_categories=()) | st.sampled_from(
+    [*':,[-.eE0123456789"\\', "null", ":1.5", "e\u0301", "A\u030a", "\u1100\u1161", "\ud800"]
+)
+TEXT = st.lists(PIECES, max_size=12).map("".join)
+PLAIN = st.recursive(
+    st.booleans() | st.integers() | TEXT,
+    lambda values: st.lists(values) | st.tuples(values, values) | st.dictionaries(TEXT, values),
+    max_leaves=20,
+)
+# Half the documents hold only what the fast path writes itself, the rest also one value it must hand on.
+DOUBTED = st.sampled_from([None, float("nan"), float("-inf"), 1e16, -0.0]) | st.floats()
+DOCUMENTS = st.tuples(PLAIN, st.lists(DOUBTED, max_size=1)).map(lambda parts: {"facts": parts[0], "more": parts[1]})
+
+
+def _outcome(encode, document):
+    try:
+        return encode(document)
+    except TypeError as error:
+        return f"TypeError: {error}"
+
+
+@given(DOCUMENTS)
+def test_the_fast_encoder_writes_what_the_reference_writes_and_refuses_what_it_refuses(document):
+    assert _outcome(canonical_json, document) == _outcome(canonical._reference, document)
+
+
+def test_a_none_is_written_as_null_but_a_nan_is_refused():
+    assert canonical_json({"a": None, "b": [None]}) == '{"a":null,"b":[null]}'
+    with pytest.raises(TypeError, match="no floats"):
+        canonical_json({"a": [float("inf")]})
+
+
+def test_a_lone_surrogate_is_refused_with_a_clear_error():
+    with pytest.raises(TypeError, match="lone surrogate"):
+        canonical_json({"a": "x\ud800"})
 
 
 def test_a_literal_that_spells_a_lone_surrogate_becomes_its_escape_in_the_facts(tmp_path):
