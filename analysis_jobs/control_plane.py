@@ -242,13 +242,10 @@ class DatabaseControlPlane:
             if not new:
                 continue
             now = self.clock.now()
-            rows = [
-                AnalysisJob(source=source, revision=revision, owner=owner, max_attempts=max_attempts, created_at=now, updated_at=now)
-                for source in new
-            ]
+            shared = {"revision": revision, "owner": owner, "max_attempts": max_attempts, "created_at": now, "updated_at": now}
             try:
                 with transaction.atomic(using=self.using):
-                    self._jobs().bulk_create(rows)
+                    rows = self._insert_queued(shared, new)
                     send_wakeup(self.using, str(rows[0].pk))
             except IntegrityError:
                 for source in new:  # a concurrent enqueue took some of these: settle each one the careful way
@@ -266,6 +263,12 @@ class DatabaseControlPlane:
             results.append((jobs[source], source in created and source not in seen))
             seen.add(source)
         return results
+
+    def _insert_queued(self, shared: dict, sources: list[str]) -> list[AnalysisJob]:
+        """Insert a queued job for each of ``sources``, with the ``shared`` field values; return the jobs."""
+        if connections[self.using].vendor == "postgresql":
+            return statements.insert_queued(self.using, AnalysisJob(**shared), sources)
+        return self._jobs().bulk_create([AnalysisJob(source=source, **shared) for source in sources])
 
     # -- claim and lease ---------------------------------------------------------------------------------------
 

@@ -32,6 +32,21 @@ def test_enqueue_many_creates_one_job_per_new_source_in_order(control_plane, sou
     assert AnalysisJob.objects.filter(status=JobStatus.QUEUED).count() == len(sources)
 
 
+def test_a_job_queued_in_bulk_is_the_row_one_enqueue_writes_and_is_returned_as_stored(control_plane, sources, django_user_model):
+    owner = django_user_model.objects.create_user("ana")
+    single, _ = control_plane.enqueue(sources[0], revision="main", owner=owner, max_attempts=5)
+    bulk = [job for job, _ in control_plane.enqueue_many([sources[1], sources[2] + "/caf\u00e9"], revision="main", owner=owner, max_attempts=5)]
+
+    fields = [field.attname for field in AnalysisJob._meta.concrete_fields]
+    stored = {row["id"]: row for row in AnalysisJob.objects.values(*fields)}
+    for job in bulk:
+        assert {name: getattr(job, name) for name in fields} == stored[job.pk]  # what was returned is what was written
+        differ = {name for name in fields if stored[job.pk][name] != stored[single.pk][name]}
+        assert differ == {"id", "source"}
+    assert [job.source for job in bulk] == [sources[1], sources[2] + "/caf\u00e9"]
+    assert not any(job._state.adding for job in bulk)
+
+
 def test_a_source_with_an_active_job_or_named_twice_gets_that_job(control_plane, sources, fake_clock):
     running, _ = control_plane.enqueue(sources[0])
     control_plane.claim(running.pk, "w")
