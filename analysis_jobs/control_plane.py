@@ -39,7 +39,7 @@ from . import statements
 from .clock import Clock, SystemClock
 from .decisions import Fail, Requeue
 from .exceptions import CancelRefused
-from .models import SEALED_STAGE, AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from .models import ACTIVE_STATUSES, SEALED_STAGE, AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from .notifications import send_wakeup
 
 logger = logging.getLogger(__name__)
@@ -199,12 +199,15 @@ class DatabaseControlPlane:
             if reused is not None:
                 return reused, True
         while True:
-            existing = self._jobs().filter(source=source, revision=revision, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).first()
-            if existing is not None:
-                return existing, False
-            now = self.clock.now()
+            existing = self._active_jobs([source], revision)
+            if existing:
+                return existing[0], False  # one at most: the partial unique constraint
             try:
                 with transaction.atomic(using=self.using):
+                    # Read inside the transaction, which on SQLite began by taking the write lock: a job is never
+                    # older than the moment it could be written, so its wait for the lock (behind a worker's
+                    # claim) is not counted as time queued, and the poll interval bounds created_at to claim.
+                    now = self.clock.now()
                     job = self._jobs().create(
                         source=source,
                         revision=revision,
@@ -236,15 +239,15 @@ class DatabaseControlPlane:
         unique = list(dict.fromkeys(sources))
         for start in range(0, len(unique), chunk_size):
             chunk = unique[start : start + chunk_size]
-            existing = self._jobs().filter(source__in=chunk, revision=revision, status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
+            existing = self._active_jobs(chunk, revision)
             jobs.update((job.source, job) for job in existing)
             new = [source for source in chunk if source not in jobs]
             if not new:
                 continue
-            now = self.clock.now()
-            shared = {"revision": revision, "owner": owner, "max_attempts": max_attempts, "created_at": now, "updated_at": now}
             try:
                 with transaction.atomic(using=self.using):
+                    now = self.clock.now()  # inside the transaction, as in enqueue()
+                    shared = {"revision": revision, "owner": owner, "max_attempts": max_attempts, "created_at": now, "updated_at": now}
                     rows = self._insert_queued(shared, new)
                     send_wakeup(self.using, str(rows[0].pk))
             except IntegrityError:
@@ -263,6 +266,10 @@ class DatabaseControlPlane:
             results.append((jobs[source], source in created and source not in seen))
             seen.add(source)
         return results
+
+    def _active_jobs(self, sources: list[str], revision: str) -> list[AnalysisJob]:
+        """Return the queued or running jobs of ``sources`` at ``revision``: enqueue's check before it inserts."""
+        return list(self._jobs().filter(source__in=sources, revision=revision, status__in=ACTIVE_STATUSES))
 
     def _insert_queued(self, shared: dict, sources: list[str]) -> list[AnalysisJob]:
         """Insert a queued job for each of ``sources``, with the ``shared`` field values; return the jobs."""

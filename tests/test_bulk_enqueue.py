@@ -9,6 +9,7 @@ from django.db import connection
 
 from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.models import AnalysisJob, JobStatus
+from tests.racing import RacingControlPlane
 
 pytestmark = pytest.mark.django_db
 
@@ -72,17 +73,14 @@ def test_the_revision_is_part_of_the_identity(control_plane, sources):
     assert AnalysisJob.objects.count() == 4
 
 
-def test_a_chunk_that_collides_with_a_concurrent_enqueue_falls_back_to_one_at_a_time(control_plane, sources, fake_clock):
+def test_a_chunk_that_collides_with_a_concurrent_enqueue_falls_back_to_one_at_a_time(sources, fake_clock):
     """Another enqueue commits a job for one of the sources between our check for active jobs and our insert."""
     racer = {}
 
-    class RacingClock:
-        def now(self):  # enqueue_many reads the time right after its check for active jobs
-            if not racer:
-                racer["job"], _ = DatabaseControlPlane(clock=fake_clock).enqueue(sources[1])
-            return fake_clock.now()
+    def rival():
+        racer["job"], _ = DatabaseControlPlane(clock=fake_clock).enqueue(sources[1])
 
-    control_plane.clock = RacingClock()
+    control_plane = RacingControlPlane(rival, clock=fake_clock)
 
     results = control_plane.enqueue_many(sources[:3])
 

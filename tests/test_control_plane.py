@@ -29,6 +29,7 @@ from analysis_jobs.control_plane import (
 from analysis_jobs.decisions import FAILED_CODE, Fail, Requeue
 from analysis_jobs.exceptions import CancelRefused
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from tests.racing import RacingControlPlane
 
 LEASE = 30  # seconds; the ``control_plane`` fixture's lease
 
@@ -726,26 +727,13 @@ def test_enqueue_after_the_job_finished_creates_a_new_one(db, control_plane, sou
     assert created and again.pk != job.pk
 
 
-class RacingClock(FakeClock):
-    """A clock whose first ``now()`` (enqueue reads it after its duplicate check) runs ``interleave`` first."""
-
-    def __init__(self, start, interleave):
-        super().__init__(start)
-        self.interleave = interleave
-
-    def now(self):
-        interleave, self.interleave = self.interleave, None
-        if interleave is not None:
-            interleave()
-        return super().now()
-
-
 def test_two_enqueues_racing_past_the_duplicate_check_make_one_job(db, fake_clock, source_dir):
     rival = DatabaseControlPlane(clock=fake_clock, lease_seconds=LEASE)
     rival_result = []
     # The rival enqueues between this enqueue's duplicate check and its insert.
-    clock = RacingClock(fake_clock.now(), lambda: rival_result.append(rival.enqueue(str(source_dir), revision="main")))
-    cp = DatabaseControlPlane(clock=clock, lease_seconds=LEASE)
+    cp = RacingControlPlane(
+        lambda: rival_result.append(rival.enqueue(str(source_dir), revision="main")), clock=fake_clock, lease_seconds=LEASE
+    )
     with CaptureQueriesContext(connection) as captured:
         job, created = cp.enqueue(str(source_dir), revision="main")
     inserts = [q for q in captured.captured_queries if q["sql"].startswith('INSERT INTO "analysis_jobs_analysisjob"')]
@@ -810,3 +798,42 @@ def test_a_renewal_blocked_by_a_held_sqlite_lock_is_deferred_and_changes_nothing
     assert renewal.deferred and not renewal.lost and not renewal.cancel_requested
     assert row(lease.job_id) == before
     assert control_plane.renew(lease).renewed  # ownership was never in doubt
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("bulk", [False, True], ids=["enqueue", "enqueue_many"])
+def test_a_job_waiting_for_the_sqlite_write_lock_is_stamped_when_it_gets_it(transactional_db, control_plane, fake_clock, bulk):
+    import sqlite3
+
+    blocker = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # a worker's claim holds the write lock
+    waiting, results = threading.Event(), []
+
+    def trace(sql):
+        if sql.startswith("BEGIN IMMEDIATE"):
+            waiting.set()
+
+    def enqueue():
+        try:
+            connection.ensure_connection()
+            connection.connection.set_trace_callback(trace)
+            if bulk:
+                results.extend(job for job, _ in control_plane.enqueue_many(["/src/a", "/src/b"]))
+            else:
+                results.append(control_plane.enqueue("/src/a")[0])
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=enqueue)
+    thread.start()
+    try:
+        assert waiting.wait(10)  # the enqueue is blocked on the lock now
+        fake_clock.advance(5)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    thread.join()
+
+    # The job became visible to a poll only once the lock was free: it was not queued before that.
+    assert {job.created_at for job in AnalysisJob.objects.all()} == {fake_clock.now()}
+    assert len(results) == (2 if bulk else 1)
