@@ -5,7 +5,7 @@ Sorted keys, NFC strings, no floats, no insignificant space: exactly what the st
 with ``sort_keys=True, separators=(",", ":"), ensure_ascii=False`` once every string is NFC. That encoder, with
 the checks around it, is the reference (``_reference``), and it decides every case that is not the common one.
 
-The common case is written by orjson, which writes the same bytes about seven times faster, and is then checked
+The common case is written by orjson, which writes the same bytes several times faster, and is then checked
 in C-speed passes over its output: the text is NFC exactly when every string in it is (strings in JSON text are
 separated by ASCII quotes, which never compose with what follows them), and it holds no float when no number
 token has a ``.`` or an exponent and no ``null`` stands where orjson would have written a NaN (``_may_hold_a_float``).
@@ -26,9 +26,7 @@ _FLOATS = "Canonical facts hold no floats; store a string or an integer."
 # "http://h:1.5" looks like one too; only a decode tells them apart.
 _MAYBE_FLOAT = re.compile(r"[:,\[]-?[0-9]+[.eE]")
 
-# The same pattern over bytes in which each byte stands for its class (value start, sign, digit, fraction or
-# exponent, anything else): the bytes keep their places, so it matches exactly where ``_MAYBE_FLOAT`` would,
-# and it opens with one literal byte, which the regex engine scans for far faster than a character set.
+
 def _class_of(byte: int) -> int:
     for members, stands_for in ((b":,[", b":"), (b"-", b"-"), (b"0123456789", b"0"), (b".eE", b".")):
         if byte in members:
@@ -36,6 +34,9 @@ def _class_of(byte: int) -> int:
     return b"x"[0]
 
 
+# The same pattern over bytes in which each byte stands for its class (value start, sign, digit, fraction or
+# exponent, anything else): the bytes keep their places, so it matches exactly where ``_MAYBE_FLOAT`` would,
+# and it opens with one literal byte, which the regex engine scans for far faster than a character set.
 _CLASSES = bytes(_class_of(byte) for byte in range(256))
 _MAYBE_FLOAT_CLASSES = re.compile(rb":-?0+\.")
 
