@@ -10,7 +10,7 @@ from django.conf import settings
 from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, BlobDigest, FileFacts, JobStatus, SnapshotState
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
-from analysis_jobs.pipeline.repository import identity_for_revision
+from analysis_jobs.pipeline.repository import Digest, FactsCache, identity_for_revision
 from analysis_jobs.worker import JobOutcome
 from tests.pipeline_support import commit_tree, write_tree
 
@@ -174,3 +174,18 @@ def test_the_facts_cache_is_shared_by_content_across_sources(db, tmp_path):
             stage.run(state, lambda: None)
     assert (state.values["stats"]["parsed"], state.values["stats"]["cached"]) == (0, 1)
     assert FileFacts.objects.count() == 1
+
+
+def test_the_facts_cache_finds_every_key_of_a_look_up_larger_than_one_statement_binds(db):
+    cache = FactsCache()
+    count = 3 * FactsCache.CHUNK + 7
+    digests = {f"{n:040x}": Digest(n, f"{n:064x}", n, False) for n in range(count)}
+    facts = {(f"{n:064x}", "python@1"): {"defs": [["function", f"f{n}", 1, 1]]} for n in range(0, count, 2)}
+    cache.put_digests(digests)
+    cache.put_many(facts)
+    asked = [f"{n:040x}" for n in range(count + 3)]  # three never seen
+
+    found, contents = cache.get_blobs(asked)
+    assert found == digests
+    assert contents == facts
+    assert cache.get_many(set(facts) | {("f" * 64, "python@1")}) == facts
