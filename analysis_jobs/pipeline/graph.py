@@ -8,6 +8,7 @@ whose evidence is the union, so the output depends only on what was found, never
 """
 
 import unicodedata
+from operator import itemgetter
 
 
 def nfc(text: str) -> str:
@@ -25,16 +26,18 @@ def nfc(text: str) -> str:
 
 
 def _attrs(attrs: dict) -> dict:
-    if not attrs:
-        return {}
     clean = {}
     for key, value in attrs.items():
         if isinstance(value, str):
-            value = nfc(value)
+            if not value.isascii():
+                value = nfc(value)
         elif isinstance(value, float):
             raise TypeError("facts hold no floats")
         clean[key] = value
     return clean
+
+
+_first = itemgetter(0)
 
 
 def _key(attrs: dict) -> tuple:
@@ -43,44 +46,49 @@ def _key(attrs: dict) -> tuple:
 
 
 class GraphBuilder:
+    """Facts as they are reported, merged; ``build`` orders them. Strings are made NFC as they arrive."""
+
     def __init__(self):
         self._nodes: dict[str, tuple[str, dict, set]] = {}
         self._edges: dict[tuple, tuple[dict, set]] = {}
 
     def node(self, node_id: str, kind: str, attrs: dict | None = None, evidence: tuple | None = None) -> str:
         """Add (or merge into) node ``node_id``; ``evidence`` is ``(path, first, last, extractor)``."""
-        node_id = nfc(node_id)
+        if not node_id.isascii():
+            node_id = nfc(node_id)
         found = self._nodes.get(node_id)
         if found is None:
-            found = self._nodes[node_id] = (kind, _attrs(attrs or {}), set())
+            found = self._nodes[node_id] = (kind, _attrs(attrs) if attrs else {}, set())
         elif attrs:
+            merged = found[1]
             for key, value in _attrs(attrs).items():
-                found[1].setdefault(key, value)  # first report wins; reports arrive in path order
+                merged.setdefault(key, value)  # first report wins; reports arrive in path order
         if evidence is not None:
-            found[2].add((nfc(evidence[0]), *evidence[1:]))
+            found[2].add(evidence if evidence[0].isascii() else (nfc(evidence[0]), *evidence[1:]))
         return node_id
 
     def has_node(self, node_id: str) -> bool:
         return node_id in self._nodes
 
     def edge(self, src: str, kind: str, dst: str, attrs: dict | None = None, evidence: tuple | None = None) -> None:
-        attrs = _attrs(attrs or {})
-        key = (nfc(src), kind, nfc(dst), _key(attrs))
+        attrs = _attrs(attrs) if attrs else {}
+        key = (src if src.isascii() else nfc(src), kind, dst if dst.isascii() else nfc(dst), _key(attrs))
         found = self._edges.get(key)
         if found is None:
             found = self._edges[key] = (attrs, set())
         if evidence is not None:
-            found[1].add((nfc(evidence[0]), *evidence[1:]))
+            found[1].add(evidence if evidence[0].isascii() else (nfc(evidence[0]), *evidence[1:]))
 
     def build(self) -> tuple[list, list]:
         """Return ``(nodes, edges)`` in their canonical order."""
+        # Sorted by key alone: the keys are unique, and comparing (key, value) pairs costs three times as much.
         nodes = [
             {"id": node_id, "kind": kind, "attrs": attrs, "evidence": _evidence(evidence)}
-            for node_id, (kind, attrs, evidence) in sorted(self._nodes.items())
+            for node_id, (kind, attrs, evidence) in sorted(self._nodes.items(), key=_first)
         ]
         edges = [
             {"src": key[0], "kind": key[1], "dst": key[2], "attrs": attrs, "evidence": _evidence(evidence)}
-            for key, (attrs, evidence) in sorted(self._edges.items())
+            for key, (attrs, evidence) in sorted(self._edges.items(), key=_first)
         ]
         return nodes, edges
 
