@@ -17,9 +17,11 @@ stage and raises flags that the stage's ``check()`` turns into an exception betw
 """
 
 import enum
+import gc
 import logging
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -43,6 +45,25 @@ class JobOutcome(enum.Enum):
     REQUEUED = "requeued"
     FAILED = "failed"
     LOST = "lost"  # the lease went to someone else; this worker wrote nothing after it noticed
+
+
+@contextmanager
+def _cycle_collector_paused():
+    """Pause the cycle collector; resume it (if it was running) on leaving.
+
+    An analysis builds hundreds of thousands of objects (syntax trees, facts, the document) with no reference
+    cycles among them, so reference counting frees them all. With the collector on, every few thousand
+    allocations it would rescan those gathered so far; resumed while they are still alive, it scans them all
+    once more (25 ms of a 530 ms re-analysis of Django's tree). So it is resumed only after the attempt, and
+    what it built, are gone.
+    """
+    running = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if running:
+            gc.enable()
 
 
 class _Flags:
@@ -234,7 +255,8 @@ class AnalysisWorker:
         faults.checkpoint("after-claim")
         self.heartbeat.hold(lease, flags)
         try:
-            return self._attempt(lease, flags)
+            with _cycle_collector_paused():
+                return self._attempt(lease, flags)
         except BaseException:
             # KeyboardInterrupt, SystemExit, a second shutdown signal: give the job back before leaving.
             flags.lost.set()

@@ -7,6 +7,7 @@ block on a ``threading.Event`` while another thread acts). The control plane is 
 """
 
 import datetime as dt
+import gc
 import hashlib
 import threading
 import time
@@ -120,6 +121,25 @@ def test_a_job_with_no_stages_costs_its_claim_its_seal_and_its_completion(
         assert worker_for(StagedPipeline()).run(lease) is JobOutcome.COMPLETED
     after = row(job.pk)
     assert (after["status"], AnalysisSnapshot.objects.get(pk=after["snapshot_id"]).state) == (JobStatus.COMPLETED, SnapshotState.SEALED)
+
+
+@pytest.mark.parametrize("ending", ["completes", "fails"])
+def test_the_cycle_collector_is_paused_for_an_attempt_and_running_again_after_it(
+    db, control_plane, worker_for, make_job, ending
+):
+    make_job()
+    during = []
+
+    def observe(state, check):
+        during.append(gc.isenabled())
+        if ending == "fails":
+            raise ValueError("a stage failed")
+
+    assert gc.isenabled()
+    outcome = worker_for(StagedPipeline("only", actions={"only": observe})).run(control_plane.claim_next("w1"))
+    assert outcome is (JobOutcome.COMPLETED if ending == "completes" else JobOutcome.REQUEUED)
+    assert during == [False]
+    assert gc.isenabled()
 
 
 def test_the_default_pipeline_inventories_a_real_directory(db, control_plane, worker_for, make_job):

@@ -15,7 +15,6 @@ files inside them):
   the cached per-file facts become one ordered graph.
 """
 
-import gc
 import hashlib
 import json
 import os
@@ -75,22 +74,6 @@ def tree_digest(records: list[FileRecord]) -> str:
     for record in sorted(records, key=lambda record: record.path):
         digest.update(f"{record.path}\0{record.kind}\0{record.sha256}\0{record.skipped}\0{record.inside:d}\n".encode())
     return digest.hexdigest()
-
-
-def _pause_cycle_collector() -> bool:
-    """Stop the cycle collector while facts are built; return whether it was running.
-
-    Syntax trees and facts hold no reference cycles, so reference counting frees them; with the collector on,
-    every few thousand allocations it would rescan every fact gathered so far.
-    """
-    running = gc.isenabled()
-    gc.disable()
-    return running
-
-
-def _resume_cycle_collector(running: bool) -> None:
-    if running:
-        gc.enable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +220,6 @@ class RepositoryPipeline:
         stats = state.values["stats"] = {"listed": 0, "read": 0, "remembered": 0, "parsed": 0, "cached": 0}
         records: list[FileRecord] = []
         config, pending, total = self.config, [], 0
-        paused = _pause_cycle_collector()
         try:
             entries, remembered = source.entries(), ({}, {})
             if source.kind == "git":
@@ -266,7 +248,6 @@ class RepositoryPipeline:
                     pending = []
             self._read_batch(state, source, pending, records, check, remembered)
         finally:
-            _resume_cycle_collector(paused)
             source.close()
         state.values["records"] = records
 
@@ -276,11 +257,7 @@ class RepositoryPipeline:
             state.values["identity"] = snapshot_identity(state.values["source_identity"], f"tree:{tree_digest(records)}", self.config)
             self._reuse(state.values["identity"])
         check()
-        paused = _pause_cycle_collector()
-        try:
-            nodes, edges = Linker(records).link().build()
-        finally:
-            _resume_cycle_collector(paused)
+        nodes, edges = Linker(records).link().build()
         check()
         state.values["document"] = {
             "schema": SCHEMA,
