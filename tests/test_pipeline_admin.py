@@ -2,6 +2,7 @@
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.db import connection
 from django.urls import reverse
 
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
@@ -72,3 +73,27 @@ def test_a_snapshot_that_is_not_sealed_has_nothing_to_download(client, db, fake_
     snapshot = AnalysisSnapshot.objects.create(created_at=fake_clock.now())
     client.force_login(User.objects.create_superuser("root", password="pw"))
     assert client.get(reverse("admin:analysis_jobs_analysissnapshot_facts", args=[snapshot.pk])).status_code == 404
+
+
+def test_the_snapshot_search_matches_a_hash_prefix_in_any_case_through_the_hash_index(client, db, fake_clock, document):
+    owner = User.objects.create_superuser("root", password="pw")
+    snapshot = sealed_snapshot(fake_clock.now(), owner, document)
+    other = sealed_snapshot(fake_clock.now(), owner, document.replace("api.example.com", "api.example.org"))
+    client.force_login(owner)
+    changelist = reverse("admin:analysis_jobs_analysissnapshot_changelist")
+
+    def found(term):
+        page = client.get(changelist, {"q": term})
+        assert page.status_code == 200
+        return {pk for pk in (snapshot.pk, other.pk) if f"/{pk}/change/" in page.content.decode()}
+
+    assert found(snapshot.content_hash[:12]) == {snapshot.pk}
+    assert found(f" {snapshot.content_hash[:12].upper()} ") == {snapshot.pk}
+    assert found(snapshot.content_hash[5:20]) == set()  # a prefix, not a substring anywhere
+    assert found("") == {snapshot.pk, other.pk}
+    if connection.vendor == "postgresql":
+        queryset = AnalysisSnapshot.objects.filter(content_hash__startswith="ab")
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            plan = queryset.explain()
+        assert "Index Cond: (((content_hash)::text ~>=~ 'ab'::text)" in plan, plan
