@@ -170,6 +170,8 @@ class Heartbeat:
         """Wait until the held lease's beat is due and return it; None if none is held or it was let go, or closing."""
         with self._changed:
             held = self._held
+            if self._closed:
+                return None  # closed after the loop looked, before this took the lock: its notify came first
             if held is None or held.flags.lost.is_set():
                 self._changed.wait(self.interval)  # a lease held while this waits is due no sooner than it ends
                 return None

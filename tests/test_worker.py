@@ -16,7 +16,7 @@ import pytest
 from django.db import connections
 
 from analysis_jobs import faults
-from analysis_jobs.control_plane import CANCELLED_CODE, HANDED_BACK_CODE, DatabaseControlPlane
+from analysis_jobs.control_plane import CANCELLED_CODE, HANDED_BACK_CODE, DatabaseControlPlane, JobLease
 from analysis_jobs.decisions import FAILED_CODE
 from analysis_jobs.exceptions import JobCancelled, LeaseLost, SourceNotFound
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
@@ -386,6 +386,31 @@ def test_release_waits_out_a_beat_under_way(transactional_db, control_plane, mak
     finally:
         finish.set()
         heartbeat.close()
+
+
+def test_close_stops_a_heartbeat_that_was_about_to_look_for_a_job_when_it_closed(control_plane):
+    # The thread has passed its loop's closed check and is about to take the lock for its look; close() then
+    # notifies before anyone waits. The look must see the close, not wait out its interval (an hour here).
+    class Paused(Heartbeat):
+        def _next_due(self):
+            if not about_to_look.is_set():
+                about_to_look.set()
+                assert look.wait(30), "the test never let the look go on"
+            return super()._next_due()
+
+    about_to_look, look = threading.Event(), threading.Event()
+    heartbeat = Paused(control_plane, 3600)
+    lease = JobLease(job_id=1, worker_id="w1", attempt=1, expires_at=control_plane.clock.now())
+    heartbeat.hold(lease, _Flags())
+    heartbeat.release()  # no job held when it looks
+    assert about_to_look.wait(30)
+    closer = threading.Thread(target=heartbeat.close)
+    with heartbeat._changed:
+        closer.start()
+        assert heartbeat._changed.wait_for(lambda: heartbeat._closed, timeout=30)  # close() has notified
+    look.set()
+    closer.join(30)
+    assert not closer.is_alive(), "close() waited out the heartbeat's interval"
 
 
 # -- another thread acts while a stage runs (each thread on its own connection) -------------------------------
