@@ -9,8 +9,9 @@ files inside them):
 - ``extract``: list the source through the exclusions and safety rules, then read files in batches: each file
   is read once, hashed and sniffed for binary from the same bytes; one cache look-up per batch finds the files
   whose (sha256, extractor) facts are known, and only the others are parsed. A git blob seen before (by any
-  analysis) is not read at all: its digest is looked up by object id. The budgets (files, bytes, seconds) fail
-  the job with ``RI-RESOURCE-EXCEEDED``.
+  analysis) is not read at all: the digests of a revision's blobs, with their cached facts, are looked up by
+  object id in one statement before its first batch. The budgets (files, bytes, seconds) fail the job with
+  ``RI-RESOURCE-EXCEEDED``.
 - ``link``: the identity (a directory's is known only now, from its tree digest) is checked for reuse, then
   the cached per-file facts become one ordered graph.
 """
