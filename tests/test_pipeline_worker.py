@@ -176,7 +176,7 @@ def test_the_facts_cache_is_shared_by_content_across_sources(db, tmp_path):
     assert FileFacts.objects.count() == 1
 
 
-def test_the_facts_cache_finds_every_key_of_a_look_up_larger_than_one_statement_binds(db):
+def test_the_facts_cache_finds_every_key_of_a_look_up_larger_than_one_statement_binds(db, django_assert_num_queries):
     cache = FactsCache()
     count = 3 * FactsCache.CHUNK + 7
     digests = {f"{n:040x}": Digest(n, f"{n:064x}", n, False) for n in range(count)}
@@ -189,3 +189,5 @@ def test_the_facts_cache_finds_every_key_of_a_look_up_larger_than_one_statement_
     assert found == digests
     assert contents == facts
     assert cache.get_many(set(facts) | {("f" * 64, "python@1")}) == facts
+    with django_assert_num_queries(0):  # nothing asked, nothing sent
+        assert cache.get_many(set()) == {} and cache.get_blobs([]) == ({}, {})

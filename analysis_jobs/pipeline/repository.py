@@ -148,6 +148,8 @@ class FactsCache:
         """Run ``sql``, whose ``{}`` stands for the list of ``values`` (hex digests), and return all its rows."""
         from django.db import connections
 
+        if not values:
+            return []  # a batch whose files were all known asks for nothing: no round trip
         connection, values, rows = connections[self.using], sorted(values), []
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
