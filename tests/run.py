@@ -7,10 +7,13 @@ either pass failed; the last line totals both.
 """
 
 import os
+import platform
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import django
 
 from tests.pgserver import Cluster
 
@@ -21,7 +24,7 @@ VAR = ROOT / "var"
 def _pytest(engine: str, url: str, extra: dict, args: list[str]) -> tuple[int, dict]:
     report = VAR / f"junit-{engine}-{os.getpid()}.xml"
     env = dict(os.environ, DATABASE_URL=url, PARTHA_TEST_ENGINE=engine, **extra)
-    print(f"\n=== tests on {engine} ===", flush=True)
+    print(f"\n=== tests on {engine} (Django {django.get_version()}, Python {platform.python_version()}) ===", flush=True)
     code = subprocess.call([sys.executable, "-m", "pytest", f"--junitxml={report}", *args], cwd=ROOT, env=env)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     if report.exists():
