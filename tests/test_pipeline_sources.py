@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import threading
 
 import pathspec
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from analysis_jobs.exceptions import ResourceExceeded, RevisionNotFound, SourceNotFound
 from analysis_jobs.pipeline import sources
-from analysis_jobs.pipeline.sources import Exclusions, GitSource, _Rules, is_unsafe, resolve_revision
+from analysis_jobs.pipeline.sources import DirectorySource, Exclusions, GitSource, _Rules, is_unsafe, resolve_revision
 from analysis_jobs.pipeline.repository import MemoryFactsCache
 from tests.pipeline_support import analyse, commit_tree, git, write_tree
 
@@ -61,6 +62,53 @@ def test_a_symlink_is_never_followed_in_or_out_of_the_source(tmp_path):
         codes[node["attrs"]["code"]].append(node["evidence"][0]["path"])
     assert codes == {"symlink-escapes-source": ["escape.py", "escape_dir"], "symlink-not-followed": ["alias.py"]}
     assert str(tmp_path) not in result.text  # no absolute path anywhere in the facts
+
+
+def finishes(work, fifo):
+    """Run ``work`` in a thread and return whether it finished, opening ``fifo`` to write to free it if not."""
+    done = threading.Event()
+
+    def run():
+        try:
+            work()
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=30)  # a bound on failure only: a fixed read returns at once
+    finished = done.is_set()
+    if not finished:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the reader is waiting, so this opens, then EOF
+        thread.join()
+    return finished
+
+
+def test_a_gitignore_or_file_that_is_a_fifo_is_not_waited_on(tmp_path):
+    root = write_tree(tmp_path / "r", {"app.py": "import os\n", "later.py": ""})
+    os.mkfifo(root / ".gitignore")
+    results = []
+    assert finishes(lambda: results.append(analyse(root)), root / ".gitignore")
+    assert files(results[0]) == ["app.py", "later.py"]
+
+    os.remove(root / ".gitignore")
+    source = DirectorySource(str(root), Exclusions([]))
+    entries = [entry for entry in source.entries() if entry.kind == "file"]
+    os.remove(root / "later.py")
+    os.mkfifo(root / "later.py")  # swapped for a FIFO between the walk and the read
+    read = []
+    assert finishes(lambda: read.extend(source.read(entries, 100)), root / "later.py")
+    assert [(entry.path, data) for entry, data in read] == [("app.py", b"import os\n"), ("later.py", None)]
+
+
+def test_a_gitignore_that_is_a_symlink_is_not_read_in_a_directory_or_a_revision(tmp_path):
+    root = write_tree(tmp_path / "repo", {"app.py": "", "rules": "*.py\n"})
+    os.symlink("rules", root / ".gitignore")  # git ignores it; followed, it would drop app.py; parsed, "rules"
+    directory = analyse(root)
+    assert files(directory) == ["app.py", "rules"]
+    revision = analyse(root, commit=commit_tree(root))
+    assert files(revision) == ["app.py", "rules"]
+    assert revision.hash == directory.hash
 
 
 def test_absolute_and_dot_dot_paths_are_unsafe():

@@ -8,7 +8,9 @@ revision that holds the same files give the same inventory:
   an absolute path or one with an empty, ``.`` or ``..`` part is never read (``unsafe``);
 - a symlink is never followed (``symlink``, with whether its target stays inside the source);
 - gitignore-style patterns from the settings, then each directory's ``.gitignore``, exclude paths (the last
-  matching pattern wins, as in git); a directory holding ``pyvenv.cfg`` is a virtual environment and skipped.
+  matching pattern wins, as in git; a ``.gitignore`` that is not a regular file is not read, as git does not);
+  a directory holding ``pyvenv.cfg`` is a virtual environment and skipped;
+- a file is read only if it is still a regular file when opened, without blocking: never a FIFO or a device.
 
 A revision is read with ``git ls-tree`` and ``git cat-file --batch``; nothing is checked out, and the user's
 work tree and index are never touched.
@@ -17,6 +19,7 @@ work tree and index are never touched.
 import os
 import posixpath
 import re
+import stat
 import subprocess
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -32,6 +35,9 @@ from ..exceptions import RevisionNotFound, SourceNotFound
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1"}
 REQUESTS_AHEAD = 256  # object ids written to cat-file before reading answers: ~10 KiB, well within a pipe
 ANY_DEPTH = "^(?:.+/)?"  # how pathspec's regex for a pattern with no inner slash opens
+FILE_MODES = ("100644", "100755")  # a regular file in a git tree
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+NO_BLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +53,11 @@ def display_path(raw: bytes) -> str:
     """Return the path shown in facts for the raw bytes of a relative path."""
     text = raw.decode("utf-8", errors="backslashreplace")
     return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def is_named(raw: bytes, name: bytes) -> bool:
+    """Return whether the relative path ``raw`` names a file called ``name`` (in any directory)."""
+    return raw == name or raw.endswith(b"/" + name)
 
 
 def is_unsafe(raw: bytes) -> bool:
@@ -119,6 +130,26 @@ class Exclusions:
         return [(prefix, self.specs[prefix]) for prefix in prefixes if prefix in self.specs]
 
 
+def read_regular_file(path: bytes, limit: int) -> bytes | None:
+    """Return at most ``limit`` bytes of the regular file at ``path``, or None if it is not one or cannot be read.
+
+    The file is opened without following a symlink and without blocking, then checked on the open descriptor:
+    a path swapped for a symlink, a FIFO or a device after the walk is refused rather than followed or waited on
+    (opening a FIFO to read blocks until a writer comes, and would hold the job forever under its heartbeat).
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | NO_FOLLOW | NO_BLOCK)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                return None
+            return handle.read(limit)
+        except OSError:
+            return None
+
+
 class DirectorySource:
     """A directory tree on this machine."""
 
@@ -150,11 +181,10 @@ class DirectorySource:
             return  # a virtual environment
         directory = display_path(relative) if relative else ""
         if b".gitignore" in names:
-            try:
-                with open(os.path.join(absolute, b".gitignore"), "rb") as handle:
-                    self.exclusions.add_gitignore(directory, handle.read(1 << 20))
-            except OSError:
-                pass
+            # As git does, a .gitignore that is a symlink (or a FIFO, or anything but a file) is not read.
+            patterns = read_regular_file(os.path.join(absolute, b".gitignore"), 1 << 20)
+            if patterns is not None:
+                self.exclusions.add_gitignore(directory, patterns)
         for child in children:
             raw = relative + b"/" + child.name if relative else child.name
             path = display_path(raw)
@@ -176,14 +206,7 @@ class DirectorySource:
     def read(self, entries: list[Entry], limit: int) -> Iterator[tuple[Entry, bytes | None]]:
         """Yield each entry with its bytes (at most ``limit`` + 1; None if it cannot be read now), in order."""
         for entry in entries:
-            try:
-                # O_NOFOLLOW: a file swapped for a symlink after the walk is refused, not followed.
-                descriptor = os.open(entry.handle, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            except OSError:
-                yield entry, None
-                continue
-            with os.fdopen(descriptor, "rb") as handle:
-                yield entry, handle.read(limit + 1)
+            yield entry, read_regular_file(entry.handle, limit + 1)
 
     def close(self) -> None:
         pass
@@ -254,7 +277,8 @@ class GitSource:
         rows = self._listing()
         venvs = {posixpath.dirname(display_path(raw)) for raw, *_ in rows if raw.endswith(b"pyvenv.cfg")}
         venvs.discard("")
-        ignores = [(raw, oid) for raw, mode, oid, _ in rows if raw == b".gitignore" or raw.endswith(b"/.gitignore")]
+        # As git does, a .gitignore that is a symlink (mode 120000) is not read: its blob is the link's target.
+        ignores = [(raw, oid) for raw, mode, oid, _ in rows if is_named(raw, b".gitignore") and mode in FILE_MODES]
         ignore_data = dict(self._cat([oid for _, oid in ignores]))
         admitted: dict[str, bool] = {"": True}
 
@@ -289,7 +313,7 @@ class GitSource:
                 yield Entry(path, "submodule")
             elif mode == "120000":
                 yield Entry(path, "symlink", inside=symlink_stays_inside(path, link_targets.get(oid, b"/")))
-            elif mode in ("100644", "100755"):
+            elif mode in FILE_MODES:
                 yield Entry(path, "file", size, oid)
             else:
                 yield Entry(path, "special")
