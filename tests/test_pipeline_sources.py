@@ -263,6 +263,13 @@ def test_exclusions_apply_alike_to_a_revision(tmp_path):
     assert files(analyse(root, commit=commit)) == ["a.py", "sub/.gitignore"]
 
 
+def test_only_a_file_named_pyvenv_cfg_makes_a_virtual_environment(tmp_path):
+    root = write_tree(tmp_path / "repo", {"tools/mypyvenv.cfg": "", "tools/run.py": "", "env/pyvenv.cfg": "", "env/site.py": ""})
+    revision = analyse(root, commit=commit_tree(root))
+    assert files(revision) == ["tools/mypyvenv.cfg", "tools/run.py"]
+    assert revision.hash == analyse(root).hash
+
+
 def test_exclusion_rules_follow_gitignore_precedence():
     rules = Exclusions(["build/", "*.tmp"])
     rules.add_gitignore("", b"!keep.tmp\n")

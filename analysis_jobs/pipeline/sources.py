@@ -275,7 +275,7 @@ class GitSource:
 
     def entries(self) -> Iterator[Entry]:
         rows = self._listing()
-        venvs = {posixpath.dirname(display_path(raw)) for raw, *_ in rows if raw.endswith(b"pyvenv.cfg")}
+        venvs = {posixpath.dirname(display_path(raw)) for raw, *_ in rows if is_named(raw, b"pyvenv.cfg")}
         venvs.discard("")
         # As git does, a .gitignore that is a symlink (mode 120000) is not read: its blob is the link's target.
         ignores = [(raw, oid) for raw, mode, oid, _ in rows if is_named(raw, b".gitignore") and mode in FILE_MODES]
