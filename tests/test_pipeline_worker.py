@@ -49,6 +49,20 @@ def test_an_unchanged_directory_reuses_its_sealed_snapshot_and_a_changed_one_par
     assert third.snapshot.content_hash != first.snapshot.content_hash
 
 
+def test_a_directory_whose_unread_file_changed_size_is_analysed_again(db, control_plane, run_job, tmp_path):
+    root = write_tree(tmp_path / "r", {"a.py": "import os\n", "big.bin": b"x" * 200})
+    with override_settings(ANALYSIS_JOBS={**settings.ANALYSIS_JOBS, "MAX_FILE_BYTES": 100}):
+        first, _ = control_plane.enqueue(str(root))
+        assert run_job() is JobOutcome.COMPLETED
+        write_tree(root, {"big.bin": b"x" * 300})  # still too large to read, so its content hash stays empty
+        second, _ = control_plane.enqueue(str(root))
+        assert run_job() is JobOutcome.COMPLETED
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert second.snapshot_id != first.snapshot_id
+    assert '"size":300' in second.snapshot.facts and '"size":200' in first.snapshot.facts
+
+
 def test_a_syntax_error_is_a_diagnostic_and_the_job_completes(db, control_plane, run_job, tmp_path):
     root = write_tree(tmp_path / "r", {"ok.py": "x = 1\n", "bad.py": "def f(:\n"})
     job, _ = control_plane.enqueue(str(root))

@@ -70,10 +70,14 @@ def identity_for_revision(path: str, commit: str, config: PipelineConfig | None 
 
 
 def tree_digest(records: list[FileRecord]) -> str:
-    """Return a digest of what was listed: each path with its kind and content hash (or why it was not read)."""
+    """Return a digest of what was listed: each path with its kind, size and content hash (or why it was not read).
+
+    The size counts on its own: a file too large to read has no content hash, yet its size is in the facts.
+    """
     digest = hashlib.sha256()
     for record in sorted(records, key=lambda record: record.path):
-        digest.update(f"{record.path}\0{record.kind}\0{record.sha256}\0{record.skipped}\0{record.inside:d}\n".encode())
+        line = f"{record.path}\0{record.kind}\0{record.size}\0{record.sha256}\0{record.skipped}\0{record.inside:d}\n"
+        digest.update(line.encode())
     return digest.hexdigest()
 
 
