@@ -17,6 +17,7 @@ from .control_plane import DatabaseControlPlane
 from .exceptions import CancelRefused
 from .paginators import ErrorCodeFilter, EstimatedCountPaginator
 from .models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from .pipeline.repository import identity_for_revision
 from .pipeline.summary import describe
 
 clock = SystemClock()
@@ -93,11 +94,16 @@ class AnalysisJobAdmin(OwnedJobsMixin, admin.ModelAdmin):
     def retry(self, request, queryset):
         control_plane = DatabaseControlPlane()
         acted, refused = 0, 0
-        for job in queryset.only("source", "revision", "owner_id", "max_attempts", "status"):
+        for job in queryset.only("source", "revision", "commit", "owner_id", "max_attempts", "status"):
             if job.status not in (JobStatus.FAILED, JobStatus.CANCELLED):
                 refused += 1
                 continue
-            _, created = control_plane.enqueue(job.source, revision=job.revision, owner=job.owner, max_attempts=job.max_attempts)
+            # The commit the revision named when the job was queued, not where a branch points now, as
+            # enqueue_analysis records it; and one analysed since completes at once, as there.
+            _, created = control_plane.enqueue(
+                job.source, revision=job.revision, commit=job.commit, owner=job.owner, max_attempts=job.max_attempts,
+                reuse_identity=identity_for_revision(job.source, job.commit) if job.commit else "",
+            )
             if created:
                 acted += 1
             else:

@@ -4,7 +4,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from analysis_jobs.models import AnalysisJob, JobStatus
+from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from analysis_jobs.pipeline import content_hash
+from analysis_jobs.pipeline.repository import identity_for_revision
+from tests.conftest import commit_all
 
 CHANGELIST = "admin:analysis_jobs_analysisjob_changelist"
 
@@ -37,6 +40,29 @@ def test_retry_queues_a_failed_job_as_a_new_job_and_reports_the_ineligible(admin
     again = AnalysisJob.objects.exclude(pk__in=[failed.pk, queued.pk]).get()
     assert (again.source, again.revision, again.status) == (failed.source, failed.revision, JobStatus.QUEUED)
     assert AnalysisJob.objects.get(pk=failed.pk).status == JobStatus.FAILED  # the old row is history
+
+
+def test_retry_analyses_the_commit_the_job_was_queued_at_not_where_its_branch_points_now(
+    admin_client, fake_clock, make_job, source_dir
+):
+    failed = make_job(revision="main", status=JobStatus.FAILED, completed_at=fake_clock.now())
+    (source_dir / "later.py").write_text("")
+    assert commit_all(source_dir) != failed.commit  # the branch moved on after the job was queued
+    _post(admin_client, "retry", failed)
+    again = AnalysisJob.objects.exclude(pk=failed.pk).get()
+    assert (again.revision, again.commit, again.status) == ("main", failed.commit, JobStatus.QUEUED)
+
+
+def test_retry_of_a_commit_analysed_since_completes_at_once(admin_client, fake_clock, make_job):
+    failed = make_job(status=JobStatus.FAILED, completed_at=fake_clock.now())
+    now, facts = fake_clock.now(), '{"nodes":[]}'
+    sealed = AnalysisSnapshot.objects.create(identity=identity_for_revision(failed.source, failed.commit), created_at=now)
+    AnalysisSnapshot.objects.filter(pk=sealed.pk).update(
+        state=SnapshotState.SEALED, facts=facts, content_hash=content_hash(facts), sealed_at=now
+    )
+    _post(admin_client, "retry", failed)
+    again = AnalysisJob.objects.exclude(pk=failed.pk).get()
+    assert (again.status, again.snapshot_id, again.commit) == (JobStatus.COMPLETED, sealed.pk, failed.commit)
 
 
 def test_request_cancellation_reports_acted_and_ineligible(admin_client, fake_clock, make_job):
