@@ -3,6 +3,12 @@
 import argparse
 
 
+# The largest values the columns hold on every engine: a count is stored as a 32-bit integer on PostgreSQL,
+# a job id as a 64-bit one on SQLite. A larger value is refused here rather than as a database error.
+MAX_COUNT = 2**31 - 1
+MAX_JOB_ID = 2**63 - 1
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -10,6 +16,8 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text} must be at most {MAX_COUNT}")
     return value
 
 
@@ -44,4 +52,6 @@ def job_id(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a job id (a whole number)") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is not a job id (ids start at 1)")
+    if value > MAX_JOB_ID:
+        raise argparse.ArgumentTypeError(f"{text} is not a job id (ids are at most {MAX_JOB_ID})")
     return value
