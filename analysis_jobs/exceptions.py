@@ -27,7 +27,7 @@ class SourceNotFound(AnalysisError):
 
 
 class RevisionNotFound(AnalysisError):
-    """The revision does not name a commit in the source repository."""
+    """The revision does not name a commit in the source repository, or one that holds the source folder."""
 
     code = "RI-REVISION-NOT-FOUND"
     retryable = False

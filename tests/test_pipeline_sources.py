@@ -194,6 +194,9 @@ def test_a_revision_resolves_to_its_commit_and_unknown_ones_are_refused(reposito
     plain = write_tree(tmp_path / "plain", {"a.py": ""})
     with pytest.raises(SourceNotFound, match="not a git repository"):
         resolve_revision(str(plain), "HEAD")
+    write_tree(root, {"added/later.py": ""})  # in the work tree, in no commit yet
+    with pytest.raises(RevisionNotFound, match=f"is not a folder in the commit {second[:12]} that 'HEAD' names"):
+        resolve_revision(str(root / "added"), "HEAD")
 
 
 def test_a_revision_is_read_from_the_object_store_without_touching_the_work_tree(repository):

@@ -231,7 +231,8 @@ def resolve_revision(path: str, revision: str) -> str:
     """Return the commit id ``revision`` names in the repository at ``path``.
 
     Raises ``SourceNotFound`` if ``path`` is not in a git repository and ``RevisionNotFound`` if the revision
-    names no commit there.
+    names no commit there, or names one that does not hold ``path`` (a subfolder added since, say, which would
+    otherwise be analysed as empty).
     """
     if not os.path.isdir(path):
         raise SourceNotFound(f"{path} is not a directory.")
@@ -241,6 +242,8 @@ def resolve_revision(path: str, revision: str) -> str:
     commit = found.stdout.decode("ascii", errors="replace").strip()
     if found.returncode != 0 or not commit:
         raise RevisionNotFound(f"The revision {revision!r} names no commit in {path}.")
+    if _git(path, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{commit}:./").returncode != 0:
+        raise RevisionNotFound(f"{path} is not a folder in the commit {commit[:12]} that {revision!r} names.")
     return commit
 
 

@@ -39,6 +39,7 @@ def _cases(tmp_path: Path, db_env: dict) -> list[tuple[str, list[str], dict, str
     plain = make_source(tmp_path / "plain")
     a_file = plain / "m0000.py"
     repository = _git_repository(tmp_path / "repository")
+    uncommitted = make_source(repository / "uncommitted")  # a folder the commit does not hold
     not_utf8 = os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9")
     os.mkdir(not_utf8)
     too_long = tmp_path / "/".join(["d" * 200] * 6)
@@ -55,6 +56,7 @@ def _cases(tmp_path: Path, db_env: dict) -> list[tuple[str, list[str], dict, str
         ("--from-file not UTF-8", ["enqueue_analysis", "--from-file", str(not_utf8_list)], {}, "the list of paths is not UTF-8 text"),
         ("--from-file missing", ["enqueue_analysis", "--from-file", str(tmp_path / "no-list")], {}, "cannot read the list of paths"),
         ("unknown revision", ["enqueue_analysis", str(repository), "--revision", "no-such-branch"], {}, "names no commit"),
+        ("folder not in the revision", ["enqueue_analysis", str(uncommitted), "--revision", "HEAD"], {}, "is not a folder in the commit"),
         ("revision of a non-repository", ["enqueue_analysis", str(plain), "--revision", "main"], {}, "is not a git repository"),
         ("unknown owner", ["enqueue_analysis", str(plain), "--owner", "ghost"], {}, "No user is called 'ghost'"),
         ("--wait with two paths", ["enqueue_analysis", str(plain), str(repository), "--wait"], {}, "--wait follows one job"),
