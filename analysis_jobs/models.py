@@ -195,3 +195,26 @@ class BlobDigest(models.Model):
 
     def __str__(self):
         return f"blob {self.oid[:12]}"
+
+
+class StatDigest(models.Model):
+    """What reading one file of a directory told us, by the file's stamp: so that an untouched file is not read again.
+
+    The stamp is a digest of the file's absolute path with its device, inode, size and modification and change
+    times in nanoseconds (see ``DirectorySource``): any write, rename or replacement changes the change time,
+    which no tool can set back. Only files left alone for a while are stamped, so a write in the same clock tick
+    as the read that recorded it cannot go unseen. A file whose stamp has changed is read again and gets a new
+    row; rows are written once and never changed.
+    """
+
+    stamp = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    lines = models.PositiveIntegerField()
+    binary = models.BooleanField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["stamp"], name="stat_digest_one_per_stamp")]
+
+    def __str__(self):
+        return f"stamp {self.stamp[:12]}"

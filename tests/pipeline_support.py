@@ -39,11 +39,13 @@ def config(**overrides) -> PipelineConfig:
     return PipelineConfig(**values)
 
 
-def analyse(source, *, commit="", revision="", cache=None, monotonic=None, **overrides) -> Result:
+def analyse(source, *, commit="", revision="", cache=None, monotonic=None, time_ns=None, **overrides) -> Result:
     """Run every stage of the repository pipeline on ``source``, with an in-memory facts cache."""
     kwargs = {"cache": cache if cache is not None else MemoryFactsCache(), "reuse": False}
     if monotonic is not None:
         kwargs["monotonic"] = monotonic
+    if time_ns is not None:
+        kwargs["time_ns"] = time_ns
     pipeline = RepositoryPipeline(config(**overrides), **kwargs)
     state = AnalysisState(source=str(source), revision=revision, commit=commit)
     for stage in pipeline.stages:

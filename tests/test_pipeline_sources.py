@@ -3,6 +3,8 @@
 import hashlib
 import os
 import threading
+import time
+from types import SimpleNamespace
 
 import pathspec
 import pytest
@@ -315,14 +317,76 @@ def test_a_blob_seen_before_is_not_read_again_and_its_facts_are_parsed_if_they_w
     assert again.hash == after.hash
 
 
-def test_a_directory_is_read_in_full_every_time(tmp_path):
+LONG_AGO_NS = 1_700_000_000 * 10**9  # a file time long before any test runs
+
+
+def later():
+    """Return a wall clock far enough ahead that every file written so far is settled."""
+    return time.time_ns() + 3 * DirectorySource.SETTLE_NS
+
+
+def settle(root, *paths, at=LONG_AGO_NS):
+    """Set the modification time of ``paths`` under ``root`` to ``at``, as a file edited long ago has it."""
+    for path in paths:
+        os.utime(root / path, ns=(at, at))
+
+
+def test_a_directory_file_left_alone_is_not_read_again_and_one_written_since_is(tmp_path):
     root = write_tree(tmp_path / "tree", {"a.py": "x = 1\n", "b.txt": "b\n"})
+    settle(root, "a.py", "b.txt")
     cache = MemoryFactsCache()
-    analyse(root, cache=cache)
-    write_tree(root, {"a.py": "x = 2\n"})
-    again = analyse(root, cache=cache)
-    assert (again.stats["read"], again.stats["remembered"], cache.digests) == (2, 0, {})
+    first = analyse(root, cache=cache, time_ns=later)
+    assert (first.stats["read"], first.stats["remembered"], len(cache.digests)) == (2, 0, 2)
+
+    write_tree(root, {"a.py": "x = 2\n"})  # the same size, in the same inode
+    settle(root, "a.py", at=LONG_AGO_NS + 1)
+    again = analyse(root, cache=cache, time_ns=later)
+    assert (again.stats["read"], again.stats["remembered"], len(cache.digests)) == (1, 1, 3)
     assert again.nodes["file:a.py"]["attrs"]["sha256"] == hashlib.sha256(b"x = 2\n").hexdigest()
+    assert again.hash == analyse(root).hash  # what reading every file gives
+
+
+def test_a_directory_file_replaced_by_another_with_the_same_size_and_times_is_read(tmp_path):
+    root = write_tree(tmp_path / "tree", {"a.py": "x = 1\n", "swap.py": "y = 2\n"})
+    settle(root, "a.py", "swap.py")
+    cache = MemoryFactsCache()
+    analyse(root, cache=cache, time_ns=later)
+    os.replace(root / "swap.py", root / "a.py")  # another inode, as an editor's save-by-rename leaves it
+    again = analyse(root, cache=cache, time_ns=later)
+    assert (again.stats["read"], again.stats["remembered"]) == (1, 0)
+    assert again.nodes["file:a.py"]["attrs"]["sha256"] == hashlib.sha256(b"y = 2\n").hexdigest()
+
+
+def test_a_directory_file_changed_within_the_settle_window_is_read_every_time(tmp_path):
+    root = write_tree(tmp_path / "tree", {"a.py": "x = 1\n", "b.txt": "b\n"})  # changed just now
+    cache = MemoryFactsCache()
+    for _ in range(2):
+        result = analyse(root, cache=cache, time_ns=time.time_ns)
+        assert (result.stats["read"], result.stats["remembered"], cache.digests) == (2, 0, {})
+    settle(root, "a.py")  # the modification time is old, but the change time says a.py was touched just now
+    assert analyse(root, cache=cache, time_ns=time.time_ns).stats["read"] == 2
+    assert cache.digests == {}
+
+
+def test_a_stamp_names_the_path_device_inode_size_and_both_times(tmp_path):
+    source = DirectorySource(str(tmp_path), Exclusions(()), time_ns=later)
+    list(source.entries())
+    fields = dict(st_dev=1, st_ino=2, st_size=3, st_mtime_ns=4, st_ctime_ns=5)
+    stamp = source._stamp(b"/r/a.py", SimpleNamespace(**fields))
+    assert stamp != source._stamp(b"/r/b.py", SimpleNamespace(**fields))
+    for name in fields:
+        assert source._stamp(b"/r/a.py", SimpleNamespace(**{**fields, name: fields[name] + 1})) != stamp, name
+
+
+def test_a_directory_file_whose_facts_were_lost_is_read_and_hashed_again(tmp_path):
+    root = write_tree(tmp_path / "tree", {"a.py": "import os\n", "b.txt": "b\n"})
+    settle(root, "a.py", "b.txt")
+    cache = MemoryFactsCache()
+    before = analyse(root, cache=cache, time_ns=later)
+    cache.entries.clear()  # digests kept, facts gone (as when an extractor's version changes)
+    after = analyse(root, cache=cache, time_ns=later)
+    assert (after.stats["read"], after.stats["remembered"], after.stats["parsed"]) == (1, 1, 1)  # a.py
+    assert after.hash == before.hash
 
 
 def test_a_revision_is_read_as_its_objects_are_even_where_a_replace_ref_stands_in_for_one(repository, tmp_path):

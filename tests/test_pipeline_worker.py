@@ -1,6 +1,8 @@
 """The repository pipeline under the worker and the control plane: the cache, reuse by identity, revisions, budgets."""
 
 import hashlib
+import os
+import time
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -8,7 +10,7 @@ from django.test import override_settings
 from django.conf import settings
 
 from analysis_jobs.control_plane import DatabaseControlPlane
-from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, BlobDigest, FileFacts, JobStatus, SnapshotState
+from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, BlobDigest, FileFacts, JobStatus, SnapshotState, StatDigest
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
 from analysis_jobs.pipeline.repository import Digest, FactsCache, identity_for_revision
 from analysis_jobs.worker import JobOutcome
@@ -158,6 +160,34 @@ def test_the_next_commit_reads_from_git_only_the_blobs_it_has_not_seen(db, contr
     assert (requirements.size, requirements.lines, requirements.binary) == (9, 1, False)
 
 
+def test_a_directory_file_left_alone_is_not_read_again_by_the_next_analysis(db, control_plane, make_worker, tmp_path):
+    root = write_tree(tmp_path / "r", {"a.py": "import os\n", "b.py": "import sys\n"})
+    long_ago = 1_700_000_000 * 10**9
+    for name in ("a.py", "b.py"):
+        os.utime(root / name, ns=(long_ago, long_ago))
+    analyses = []
+
+    class Recording(RepositoryPipeline):
+        def document(self, state):
+            analyses.append(state.values["stats"])
+            return super().document(state)
+
+    def analyse():
+        control_plane.enqueue(str(root))
+        settled = Recording(time_ns=lambda: time.time_ns() + 10 * 10**9)  # every file was written long enough ago
+        assert make_worker(settled).run(control_plane.claim_next("w1")) is JobOutcome.COMPLETED
+
+    analyse()
+    assert analyses[0]["read"] == 2 and StatDigest.objects.count() == 2
+    write_tree(root, {"b.py": "import json\n"})
+    os.utime(root / "b.py", ns=(long_ago + 1, long_ago + 1))
+    analyse()
+    assert (analyses[1]["read"], analyses[1]["remembered"], analyses[1]["parsed"]) == (1, 1, 1)  # b.py alone
+    assert StatDigest.objects.count() == 3
+    job = AnalysisJob.objects.latest("pk")
+    assert "dep:pypi:json" not in job.snapshot.facts and '"std:py:json"' in job.snapshot.facts
+
+
 def test_complete_with_snapshot_is_guarded(db, control_plane, make_job, fake_clock):
     sealed = AnalysisSnapshot.objects.create(created_at=fake_clock.now())
     AnalysisSnapshot.objects.filter(pk=sealed.pk).update(state=SnapshotState.SEALED, content_hash="a" * 64, sealed_at=fake_clock.now())
@@ -190,18 +220,20 @@ def test_the_facts_cache_is_shared_by_content_across_sources(db, tmp_path):
     assert FileFacts.objects.count() == 1
 
 
-def test_the_facts_cache_finds_every_key_of_a_look_up_larger_than_one_statement_binds(db, django_assert_num_queries):
+@pytest.mark.parametrize("kind, table", [("git", BlobDigest), ("directory", StatDigest)])
+def test_the_facts_cache_finds_every_key_of_a_look_up_larger_than_one_statement_binds(db, django_assert_num_queries, kind, table):
     cache = FactsCache()
     count = 3 * FactsCache.CHUNK + 7
     digests = {f"{n:040x}": Digest(n, f"{n:064x}", n, False) for n in range(count)}
     facts = {(f"{n:064x}", "python@1"): {"defs": [["function", f"f{n}", 1, 1]]} for n in range(0, count, 2)}
-    cache.put_digests(digests)
+    cache.put_digests(kind, digests)
+    assert table.objects.count() == count
     cache.put_many(facts)
     asked = [f"{n:040x}" for n in range(count + 3)]  # three never seen
 
-    found, contents = cache.get_blobs(asked)
+    found, contents = cache.get_digests(kind, asked)
     assert found == digests
     assert contents == facts
     assert cache.get_many(set(facts) | {("f" * 64, "python@1")}) == facts
     with django_assert_num_queries(0):  # nothing asked, nothing sent
-        assert cache.get_many(set()) == {} and cache.get_blobs([]) == ({}, {})
+        assert cache.get_many(set()) == {} and cache.get_digests(kind, []) == ({}, {})

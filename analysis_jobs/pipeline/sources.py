@@ -10,21 +10,26 @@ revision that holds the same files give the same inventory:
 - gitignore-style patterns from the settings, then each directory's ``.gitignore``, exclude paths (the last
   matching pattern wins, as in git; a ``.gitignore`` that is not a regular file is not read, as git does not);
   a directory holding ``pyvenv.cfg`` is a virtual environment and skipped;
-- a file is read only if it is still a regular file when opened, without blocking: never a FIFO or a device.
+- a file is read only if it is still a regular file when opened, without blocking: never a FIFO or a device;
+- each file has a stamp that names its bytes without reading them: the blob id in a revision, a digest of
+  where the file is and what its inode says in a directory (``DirectorySource``).
 
 A revision is read with ``git ls-tree`` and ``git cat-file --batch``; nothing is checked out, and the user's
 work tree and index are never touched.
 """
 
+import hashlib
 import os
 import posixpath
 import re
 import stat
 import subprocess
+import time
 import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
+from operator import attrgetter
 
 import pathspec
 
@@ -47,6 +52,10 @@ class Entry:
     size: int = 0
     handle: object = None  # the absolute path (bytes) in a directory, the blob id in a revision
     inside: bool = True  # a symlink: whether its target stays within the source
+    stamp: str = ""  # a file: what names its bytes without reading them (see the sources), or "" if nothing does
+
+
+_name = attrgetter("name")
 
 
 def display_path(raw: bytes) -> str:
@@ -151,57 +160,90 @@ def read_regular_file(path: bytes, limit: int) -> bytes | None:
 
 
 class DirectorySource:
-    """A directory tree on this machine."""
+    """A directory tree on this machine.
+
+    A file's stamp is a digest of its absolute path, device, inode, size and modification and change times in
+    nanoseconds: what git's index keeps to tell an untouched file without reading it. Writing, renaming or
+    replacing a file moves its change time, which no tool can set back. A file changed less than ``SETTLE_NS``
+    before the walk gets no stamp (as git treats a "racily clean" entry): on a file system whose clock ticks
+    coarsely, a write in the tick of the read that recorded a stamp would leave the stamp as it was.
+    """
 
     kind = "directory"
+    content_addressed = False  # a stamp says what the bytes were when read; they may be others by now
+    SETTLE_NS = 2_000_000_000  # FAT's clock ticks every 2 s; most file systems' every nanosecond or jiffy
 
-    def __init__(self, root: str, exclusions: Exclusions):
+    def __init__(self, root: str, exclusions: Exclusions, *, time_ns=time.time_ns):
         self.root = os.path.realpath(root)
         self.exclusions = exclusions
         self.commit = ""
+        self.time_ns = time_ns
+        self._settled_before = 0
 
     @property
     def identity(self) -> str:
         return f"directory:{self.root}"
 
     def entries(self) -> Iterator[Entry]:
-        yield from self._walk(os.fsencode(self.root), b"")
+        """Yield what the walk finds, depth first in name order (a stack of listings, not nested generators)."""
+        self._settled_before = self.time_ns() - self.SETTLE_NS
+        root = os.fsencode(self.root)
+        listing = self._list(root, b"")
+        if listing is None:
+            raise SourceNotFound("The source directory cannot be read.")
+        stack = [iter(listing)]
+        while stack:
+            for child, raw in stack[-1]:
+                path = display_path(raw)
+                try:
+                    if child.is_symlink():
+                        if not self.exclusions.excluded(path, False):
+                            yield Entry(path, "symlink", inside=symlink_stays_inside(path, os.readlink(child.path)))
+                    elif child.is_dir(follow_symlinks=False):
+                        if not self.exclusions.excluded(path, True):
+                            listing = self._list(child.path, raw)
+                            if listing is None:
+                                yield Entry(path, "special")
+                            else:
+                                stack.append(iter(listing))
+                                break
+                    elif child.is_file(follow_symlinks=False):
+                        if not self.exclusions.excluded(path, False):
+                            info = child.stat(follow_symlinks=False)
+                            yield Entry(path, "file", info.st_size, child.path, stamp=self._stamp(child.path, info))
+                    elif not self.exclusions.excluded(path, False):
+                        yield Entry(path, "special")
+                except OSError:
+                    continue  # vanished mid-walk: not part of what we can vouch for
+            else:
+                stack.pop()
 
-    def _walk(self, absolute: bytes, relative: bytes) -> Iterator[Entry]:
+    def _list(self, absolute: bytes, relative: bytes) -> list[tuple[os.DirEntry, bytes]] | None:
+        """Return the directory's children with their relative paths, in name order; None if it cannot be read.
+
+        A virtual environment lists as empty; the directory's ``.gitignore`` is taken in on the way.
+        """
         try:
             with os.scandir(absolute) as scan:
-                children = sorted(scan, key=lambda child: child.name)
+                children = sorted(scan, key=_name)
         except OSError:
-            if not relative:
-                raise SourceNotFound("The source directory cannot be read.") from None
-            yield Entry(display_path(relative), "special")
-            return
+            return None
         names = {child.name for child in children}
         if relative and b"pyvenv.cfg" in names:
-            return  # a virtual environment
-        directory = display_path(relative) if relative else ""
+            return []  # a virtual environment
         if b".gitignore" in names:
             # As git does, a .gitignore that is a symlink (or a FIFO, or anything but a file) is not read.
             patterns = read_regular_file(os.path.join(absolute, b".gitignore"), 1 << 20)
             if patterns is not None:
-                self.exclusions.add_gitignore(directory, patterns)
-        for child in children:
-            raw = relative + b"/" + child.name if relative else child.name
-            path = display_path(raw)
-            try:
-                if child.is_symlink():
-                    if not self.exclusions.excluded(path, False):
-                        yield Entry(path, "symlink", inside=symlink_stays_inside(path, os.readlink(child.path)))
-                elif child.is_dir(follow_symlinks=False):
-                    if not self.exclusions.excluded(path, True):
-                        yield from self._walk(child.path, raw)
-                elif child.is_file(follow_symlinks=False):
-                    if not self.exclusions.excluded(path, False):
-                        yield Entry(path, "file", child.stat(follow_symlinks=False).st_size, child.path)
-                elif not self.exclusions.excluded(path, False):
-                    yield Entry(path, "special")
-            except OSError:
-                continue  # vanished mid-walk: not part of what we can vouch for
+                self.exclusions.add_gitignore(display_path(relative) if relative else "", patterns)
+        prefix = relative + b"/" if relative else b""
+        return [(child, prefix + child.name) for child in children]
+
+    def _stamp(self, absolute: bytes, info: os.stat_result) -> str:
+        if max(info.st_mtime_ns, info.st_ctime_ns) >= self._settled_before:
+            return ""
+        fields = b"%d %d %d %d %d" % (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        return hashlib.sha256(absolute + b"\0" + fields).hexdigest()
 
     def read(self, entries: list[Entry], limit: int) -> Iterator[tuple[Entry, bytes | None]]:
         """Yield each entry with its bytes (at most ``limit`` + 1; None if it cannot be read now), in order."""
@@ -251,6 +293,7 @@ class GitSource:
     """One commit of a git repository, read from the object store (the part under ``root`` if a subfolder)."""
 
     kind = "git"
+    content_addressed = True  # a stamp is the blob id: it names the bytes themselves
 
     def __init__(self, root: str, commit: str, exclusions: Exclusions):
         self.root = os.path.realpath(root)
@@ -317,7 +360,7 @@ class GitSource:
             elif mode == "120000":
                 yield Entry(path, "symlink", inside=symlink_stays_inside(path, link_targets.get(oid, b"/")))
             elif mode in FILE_MODES:
-                yield Entry(path, "file", size, oid)
+                yield Entry(path, "file", size, oid, stamp=oid)
             else:
                 yield Entry(path, "special")
 
@@ -369,8 +412,11 @@ class GitSource:
             self._batch = None
 
 
-def open_source(path: str, commit: str, exclusions: Exclusions):
-    """Return the source to read: the commit of the repository at ``path``, or the directory itself."""
+def open_source(path: str, commit: str, exclusions: Exclusions, *, time_ns=time.time_ns):
+    """Return the source to read: the commit of the repository at ``path``, or the directory itself.
+
+    ``time_ns`` is the wall clock a directory's stamps are judged by.
+    """
     if not os.path.exists(path):
         raise SourceNotFound(f"The source {path} does not exist.")
     if not os.path.isdir(path):
@@ -379,4 +425,4 @@ def open_source(path: str, commit: str, exclusions: Exclusions):
         raise SourceNotFound(f"The source {path} cannot be read.")
     if commit:
         return GitSource(path, commit, exclusions)
-    return DirectorySource(path, exclusions)
+    return DirectorySource(path, exclusions, time_ns=time_ns)
