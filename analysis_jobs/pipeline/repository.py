@@ -202,10 +202,9 @@ class MemoryFactsCache:
             self.digests.setdefault(stamp, digest)
 
 
-def _facts_known(path: str, digest: Digest, known: dict) -> bool:
-    """Return whether the file at ``path`` with ``digest`` needs no facts, or has them in ``known``."""
-    extractor = None if digest.binary else extractor_for(path)
-    return extractor is None or (digest.sha256, extractor.key) in known
+def _facts_known(extractor, digest: Digest, known: dict) -> bool:
+    """Return whether a file with ``digest``, read by ``extractor`` unless binary, needs no facts or has them in ``known``."""
+    return extractor is None or digest.binary or (digest.sha256, extractor.key) in known
 
 
 class RepositoryPipeline:
@@ -336,10 +335,11 @@ class RepositoryPipeline:
             return
         limit, stats = self.config.max_file_bytes, state.values["stats"]
         seen, known = remembered
+        readers = {entry.path: extractor_for(entry.path) for entry in entries}  # unless the file is binary
         digests = {}  # by path
         for entry in entries:
             digest = seen.get(entry.stamp)
-            if digest is not None and (source.content_addressed or _facts_known(entry.path, digest, known)):
+            if digest is not None and (source.content_addressed or _facts_known(readers[entry.path], digest, known)):
                 digests[entry.path] = digest
         unread = [entry for entry in entries if entry.path not in digests]
         stats["remembered"] += len(digests)
@@ -361,7 +361,7 @@ class RepositoryPipeline:
             digest = digests.get(entry.path)
             if digest is None:
                 continue  # not read: recorded above
-            extractor = None if digest.binary else extractor_for(entry.path)
+            extractor = None if digest.binary else readers[entry.path]
             record = FileRecord(entry.path, "file", digest.size, digest.sha256, digest.binary, digest.lines,
                                 language_of(entry.path), extractor.key if extractor else "")
             records.append(record)
