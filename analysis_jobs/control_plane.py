@@ -135,6 +135,14 @@ def queue_settings() -> dict:
     return settings.ANALYSIS_JOBS
 
 
+def _attempt_budget(max_attempts: int | None) -> int:
+    """Return the attempts a new job may spend: ``max_attempts``, or the setting when it is None."""
+    budget = queue_settings()["MAX_ATTEMPTS"] if max_attempts is None else max_attempts
+    if not 1 <= budget <= 2**31 - 1:
+        raise ValueError(f"A job needs an attempt budget from 1 to {2**31 - 1}, not {budget}.")
+    return budget
+
+
 class DatabaseControlPlane:
     """The control plane on the ``analysis_jobs`` tables of one database."""
 
@@ -193,12 +201,14 @@ class DatabaseControlPlane:
         revision resolved to. If ``reuse_identity`` already has a sealed snapshot, the new job is created
         completed and pointing at it, and no worker ever runs it.
         """
-        max_attempts = max_attempts or queue_settings()["MAX_ATTEMPTS"]
+        max_attempts = _attempt_budget(max_attempts)
         if reuse_identity:
             reused = self._reusable_snapshot(source, revision, commit, reuse_identity, owner, max_attempts)
             if reused is not None:
                 return reused, True
-        while True:
+        # A race lost to another enqueue is settled by the next look, which finds its job (or, if that job has
+        # finished already, inserts again). Any other refusal (an owner that does not exist) fails every try.
+        for _ in range(3):
             existing = self._active_jobs([source], revision)
             if existing:
                 return existing[0], False  # one at most: the partial unique constraint
@@ -218,10 +228,12 @@ class DatabaseControlPlane:
                         updated_at=now,
                     )
                     send_wakeup(self.using, str(job.pk))  # delivered when the job commits
-            except IntegrityError:
-                continue  # another enqueue won the race; return its job
+            except IntegrityError as error:
+                refused = error
+                continue
             logger.info("job id=%s event=enqueued max_attempts=%s", job.pk, max_attempts)
             return job, True
+        raise refused
 
     def enqueue_many(
         self, sources, *, revision: str = "", owner=None, max_attempts: int | None = None, chunk_size: int = 2000
@@ -232,7 +244,7 @@ class DatabaseControlPlane:
         that job with ``created`` False. Each chunk is one transaction and one insert; a chunk that collides with
         a concurrent enqueue is rolled back and queued one source at a time instead.
         """
-        max_attempts = max_attempts or queue_settings()["MAX_ATTEMPTS"]
+        max_attempts = _attempt_budget(max_attempts)
         sources = list(sources)
         jobs: dict[str, AnalysisJob] = {}
         created: set[str] = set()

@@ -11,7 +11,7 @@ import datetime as dt
 import threading
 
 import pytest
-from django.db import connection, connections
+from django.db import IntegrityError, connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from analysis_jobs.clock import FakeClock
@@ -725,6 +725,23 @@ def test_enqueue_after_the_job_finished_creates_a_new_one(db, control_plane, sou
     control_plane.request_cancel(job.pk)
     again, created = control_plane.enqueue(str(source_dir))
     assert created and again.pk != job.pk
+
+
+@pytest.mark.parametrize("budget", [0, -1, 2**31])
+def test_enqueue_refuses_an_attempt_budget_no_job_can_hold(db, control_plane, source_dir, budget):
+    with pytest.raises(ValueError, match="attempt budget from 1 to"):
+        control_plane.enqueue(str(source_dir), max_attempts=budget)
+    with pytest.raises(ValueError, match="attempt budget from 1 to"):
+        control_plane.enqueue_many([str(source_dir)], max_attempts=budget)
+    assert not AnalysisJob.objects.exists()
+
+
+def test_enqueue_raises_a_refusal_that_is_not_a_lost_race_instead_of_trying_forever(transactional_db, control_plane, source_dir, django_user_model):
+    gone = django_user_model.objects.create(username="gone")
+    django_user_model.objects.filter(pk=gone.pk).delete()  # the instance keeps its pk: the foreign key fails
+    with pytest.raises(IntegrityError):
+        control_plane.enqueue(str(source_dir), owner=gone)
+    assert not AnalysisJob.objects.exists()
 
 
 def test_two_enqueues_racing_past_the_duplicate_check_make_one_job(db, fake_clock, source_dir):
