@@ -176,7 +176,19 @@ class FileFacts(models.Model):
         return f"{self.extractor} facts of {self.sha256[:12]}"
 
 
-class BlobDigest(models.Model):
+class FileDigest(models.Model):
+    """What reading a file's bytes told us (``pipeline.repository.Digest``), kept under a name for those bytes."""
+
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    lines = models.PositiveIntegerField()
+    binary = models.BooleanField()
+
+    class Meta:
+        abstract = True
+
+
+class BlobDigest(FileDigest):
     """What reading one git blob told us, so that the same blob in the next revision is not read again.
 
     A blob id names its content, so the digest holds wherever the blob turns up (any commit, any repository);
@@ -185,10 +197,6 @@ class BlobDigest(models.Model):
     """
 
     oid = models.CharField(max_length=64, help_text="The git object id (SHA-1, or SHA-256 in a SHA-256 repository).")
-    size = models.PositiveBigIntegerField()
-    sha256 = models.CharField(max_length=64)
-    lines = models.PositiveIntegerField()
-    binary = models.BooleanField()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["oid"], name="blob_digest_one_per_object")]
@@ -197,7 +205,7 @@ class BlobDigest(models.Model):
         return f"blob {self.oid[:12]}"
 
 
-class StatDigest(models.Model):
+class StatDigest(FileDigest):
     """What reading one file of a directory told us, by the file's stamp: so that an untouched file is not read again.
 
     The stamp is a digest of the file's absolute path with its device, inode, size and modification and change
@@ -208,10 +216,6 @@ class StatDigest(models.Model):
     """
 
     stamp = models.CharField(max_length=64)
-    size = models.PositiveBigIntegerField()
-    sha256 = models.CharField(max_length=64)
-    lines = models.PositiveIntegerField()
-    binary = models.BooleanField()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["stamp"], name="stat_digest_one_per_stamp")]
