@@ -10,8 +10,8 @@ files inside them):
   is read once, hashed and sniffed for binary from the same bytes; one cache look-up per batch finds the files
   whose (sha256, extractor) facts are known, and only the others are parsed. A file seen before (by any
   analysis) is not read at all: the digests of the listed files, with their cached facts, are looked up by
-  stamp (a git blob's id, a directory file's stat stamp) in one statement before the first batch. The budgets (files, bytes, seconds) fail the job with
-  ``RI-RESOURCE-EXCEEDED``.
+  stamp (a git blob's id, a directory file's stat stamp) in one statement before the first batch. The
+  budgets (files, bytes, seconds) fail the job with ``RI-RESOURCE-EXCEEDED``.
 - ``link``: the identity (a directory's is known only now, from its tree digest) is checked for reuse, then
   the cached per-file facts become one ordered graph.
 """
@@ -158,19 +158,19 @@ class FactsCache:
 
         model, key = self._digests(kind)
         connection = connections[self.using]
-        insert = f'INSERT INTO {model._meta.db_table} ({key}, size, sha256, lines, "binary")'
+        columns = f'{model._meta.db_table} ({key}, size, sha256, lines, "binary")'
         rows = [(stamp, digest.size, digest.sha256, digest.lines, digest.binary) for stamp, digest in digests.items()]
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
                 # Each column as one text, split by the server (hex digests, integers and booleans hold no commas).
                 cursor.execute(
-                    f"{insert} SELECT * FROM unnest(string_to_array(%s, ','), string_to_array(%s, ',')::bigint[], "
-                    "string_to_array(%s, ','), string_to_array(%s, ',')::integer[], string_to_array(%s, ',')::boolean[]) "
-                    "ON CONFLICT DO NOTHING",
+                    f"INSERT INTO {columns} SELECT * FROM unnest(string_to_array(%s, ','), "
+                    "string_to_array(%s, ',')::bigint[], string_to_array(%s, ','), string_to_array(%s, ',')::integer[], "
+                    "string_to_array(%s, ',')::boolean[]) ON CONFLICT DO NOTHING",
                     [",".join(map(str, column)) for column in zip(*rows)],
                 )
             else:
-                cursor.executemany(f"{insert.replace('INSERT', 'INSERT OR IGNORE', 1)} VALUES (%s, %s, %s, %s, %s)", rows)
+                cursor.executemany(f"INSERT OR IGNORE INTO {columns} VALUES (%s, %s, %s, %s, %s)", rows)
 
     @staticmethod
     def _digests(kind: str):
