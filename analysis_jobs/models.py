@@ -158,6 +158,12 @@ class AnalysisJob(models.Model):
         return self.status in TERMINAL_STATUSES
 
 
+# The caches below only grow as analyses run; ``prune_analysis_cache`` removes what was recorded long ago, by
+# this column. A row pruned costs one more read (and parse) of a file, never a wrong result. Not indexed: every
+# analysis writes a row per file it reads, and pruning is a rare sweep.
+RECORDED_AT_HELP = "When an analysis recorded the row (pruning goes by it)."
+
+
 class FileFacts(models.Model):
     """What one extractor found in one file's content: the per-file cache that makes re-analysis incremental.
 
@@ -168,6 +174,7 @@ class FileFacts(models.Model):
     sha256 = models.CharField(max_length=64)
     extractor = models.CharField(max_length=64, help_text="Extractor name and version, e.g. python@1+py3.11.")
     facts = models.TextField(help_text="The extractor's path-independent output, as JSON.")
+    recorded_at = models.DateTimeField(help_text=RECORDED_AT_HELP)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["sha256", "extractor"], name="file_facts_one_per_content")]
@@ -183,6 +190,7 @@ class FileDigest(models.Model):
     sha256 = models.CharField(max_length=64)
     lines = models.PositiveIntegerField()
     binary = models.BooleanField()
+    recorded_at = models.DateTimeField(help_text=RECORDED_AT_HELP)
 
     class Meta:
         abstract = True

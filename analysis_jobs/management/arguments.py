@@ -55,3 +55,17 @@ def job_id(text: str) -> int:
     if value > MAX_JOB_ID:
         raise argparse.ArgumentTypeError(f"{text} is not a job id (ids are at most {MAX_JOB_ID})")
     return value
+
+
+# The oldest age an option takes: a century back is still a date every engine stores.
+MAX_DAYS = 36500
+
+
+def days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days") from None
+    if not 0 <= value <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(f"{text} must be a number of days from 0 to {MAX_DAYS}")
+    return value

@@ -16,6 +16,7 @@ files inside them):
   the cached per-file facts become one ordered graph.
 """
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -106,9 +107,15 @@ class FactsCache:
 
     # On SQLite a look-up binds one parameter per key, and old SQLite builds allow 999 in a statement.
     CHUNK = 500
+    # Rows deleted per statement when pruning, so that no one transaction holds a big table's worth of locks.
+    PRUNE_BATCH = 5000
 
-    def __init__(self, using: str = "default"):
+    def __init__(self, using: str = "default", *, time_ns=time.time_ns):
         self.using = using
+        self.time_ns = time_ns  # the wall clock whose time each row is recorded at
+
+    def _now(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.time_ns() / 1e9, dt.UTC)
 
     def get_many(self, keys: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:
         from ..models import FileFacts
@@ -140,8 +147,9 @@ class FactsCache:
         if facts:
             from ..models import FileFacts
 
+            now = self._now()
             rows = [
-                FileFacts(sha256=sha, extractor=key, facts=json.dumps(value, sort_keys=True, separators=(",", ":")))
+                FileFacts(sha256=sha, extractor=key, facts=json.dumps(value, sort_keys=True, separators=(",", ":")), recorded_at=now)
                 for (sha, key), value in facts.items()
             ]
             FileFacts.objects.using(self.using).bulk_create(rows, ignore_conflicts=True, batch_size=500)
@@ -158,19 +166,40 @@ class FactsCache:
 
         model, key = self._digests(kind)
         connection = connections[self.using]
-        columns = f'{model._meta.db_table} ({key}, size, sha256, lines, "binary")'
+        columns = f'{model._meta.db_table} ({key}, size, sha256, lines, "binary", recorded_at)'
+        now = connection.ops.adapt_datetimefield_value(self._now())
         rows = [(stamp, digest.size, digest.sha256, digest.lines, digest.binary) for stamp, digest in digests.items()]
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
                 # Each column as one text, split by the server (hex digests, integers and booleans hold no commas).
                 cursor.execute(
-                    f"INSERT INTO {columns} SELECT * FROM unnest(string_to_array(%s, ','), "
+                    f"INSERT INTO {columns} SELECT *, %s FROM unnest(string_to_array(%s, ','), "
                     "string_to_array(%s, ',')::bigint[], string_to_array(%s, ','), string_to_array(%s, ',')::integer[], "
                     "string_to_array(%s, ',')::boolean[]) ON CONFLICT DO NOTHING",
-                    [",".join(map(str, column)) for column in zip(*rows)],
+                    [now, *(",".join(map(str, column)) for column in zip(*rows))],
                 )
             else:
-                cursor.executemany(f"INSERT OR IGNORE INTO {columns} VALUES (%s, %s, %s, %s, %s)", rows)
+                cursor.executemany(f"INSERT OR IGNORE INTO {columns} VALUES (%s, %s, %s, %s, %s, %s)",
+                                   [(*row, now) for row in rows])
+
+    def prune(self, before: dt.datetime, *, dry_run: bool = False) -> dict[str, int]:
+        """Delete the facts and digests recorded before ``before``; return how many rows of each went (or would go).
+
+        Nothing depends on a cached row being there: a file whose row went is read (and parsed) again by the next
+        analysis that lists it, and recorded anew. An analysis running meanwhile keeps what it has looked up.
+        """
+        from ..models import BlobDigest, FileFacts, StatDigest
+
+        counts = {}
+        for name, model in (("file facts", FileFacts), ("blob digests", BlobDigest), ("file stamps", StatDigest)):
+            rows = model.objects.using(self.using).filter(recorded_at__lt=before)
+            if dry_run:
+                counts[name] = rows.count()
+                continue
+            counts[name] = 0
+            while deleted := model.objects.using(self.using).filter(pk__in=rows.values("pk")[: self.PRUNE_BATCH]).delete()[0]:
+                counts[name] += deleted
+        return counts
 
     @staticmethod
     def _digests(kind: str):
@@ -242,7 +271,7 @@ class RepositoryPipeline:
         self.monotonic = monotonic
         self.time_ns = time_ns
         self.using = using
-        self.cache = cache if cache is not None else FactsCache(using)
+        self.cache = cache if cache is not None else FactsCache(using, time_ns=time_ns)
         self.reuse = reuse
         self.stages = (Stage("resolve", self.resolve), Stage("extract", self.extract), Stage("link", self.link))
 

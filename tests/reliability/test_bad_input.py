@@ -68,6 +68,7 @@ def _cases(tmp_path: Path, db_env: dict) -> list[tuple[str, list[str], dict, str
         ("--poll-interval -1", ["runworker", "--burst", "--poll-interval", "-1"], {}, "must be a finite number of seconds"),
         ("--grace nan", ["runworker", "--burst", "--grace", "nan"], {}, "must be a finite number of seconds"),
         ("--concurrency 0", ["runworker", "--burst", "--concurrency", "0"], {}, "must be at least 1"),
+        ("--older-than -1", ["prune_analysis_cache", "--older-than", "-1"], {}, "must be a number of days from 0 to 36500"),
         ("unknown job id", ["analysis_status", "999999"], {}, "No job with id 999999"),
         ("job id not a number", ["analysis_status", "abc"], {}, "is not a job id"),
         ("cancel an unknown job", ["cancel_analysis", "999999"], {}, "Job 999999 does not exist"),
