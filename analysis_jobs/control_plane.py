@@ -236,22 +236,28 @@ class DatabaseControlPlane:
         raise refused
 
     def enqueue_many(
-        self, sources, *, revision: str = "", owner=None, max_attempts: int | None = None, chunk_size: int = 2000
+        self, sources, *, revision: str = "", owner=None, max_attempts: int | None = None, commits=None,
+        reuse_identities=None, chunk_size: int = 2000,
     ) -> list[tuple[AnalysisJob, bool]]:
         """Queue an analysis of every source in ``sources``, in bulk; return ``(job, created)`` for each, in order.
 
-        Like ``enqueue`` for each source: one that already has a queued or running job (or appears twice) gets
-        that job with ``created`` False. Each chunk is one transaction and one insert; a chunk that collides with
-        a concurrent enqueue is rolled back and queued one source at a time instead.
+        Like ``enqueue`` for each source, whose ``commit`` and ``reuse_identity`` are looked up in the mappings
+        ``commits`` and ``reuse_identities``: one that already has a queued or running job (or appears twice)
+        gets that job with ``created`` False. Each chunk is one transaction and one insert; a chunk that collides
+        with a concurrent enqueue is rolled back and queued one source at a time instead.
         """
         max_attempts = _attempt_budget(max_attempts)
+        commits, reuse_identities = commits or {}, reuse_identities or {}
         sources = list(sources)
         jobs: dict[str, AnalysisJob] = {}
         created: set[str] = set()
         unique = list(dict.fromkeys(sources))
         for start in range(0, len(unique), chunk_size):
             chunk = unique[start : start + chunk_size]
-            existing = self._active_jobs(chunk, revision)
+            reused = self._reuse_many(chunk, revision, commits, reuse_identities, owner, max_attempts)
+            jobs.update(reused)
+            created.update(reused)
+            existing = self._active_jobs([source for source in chunk if source not in reused], revision)
             jobs.update((job.source, job) for job in existing)
             new = [source for source in chunk if source not in jobs]
             if not new:
@@ -260,11 +266,13 @@ class DatabaseControlPlane:
                 with transaction.atomic(using=self.using):
                     now = self.clock.now()  # inside the transaction, as in enqueue()
                     shared = {"revision": revision, "owner": owner, "max_attempts": max_attempts, "created_at": now, "updated_at": now}
-                    rows = self._insert_queued(shared, new)
+                    rows = self._insert_queued(shared, new, [commits.get(source, "") for source in new])
                     send_wakeup(self.using, str(rows[0].pk))
             except IntegrityError:
                 for source in new:  # a concurrent enqueue took some of these: settle each one the careful way
-                    job, was_created = self.enqueue(source, revision=revision, owner=owner, max_attempts=max_attempts)
+                    job, was_created = self.enqueue(
+                        source, revision=revision, owner=owner, max_attempts=max_attempts, commit=commits.get(source, "")
+                    )
                     jobs[source] = job
                     if was_created:
                         created.add(source)
@@ -283,11 +291,13 @@ class DatabaseControlPlane:
         """Return the queued or running jobs of ``sources`` at ``revision``: enqueue's check before it inserts."""
         return list(self._jobs().filter(source__in=sources, revision=revision, status__in=ACTIVE_STATUSES))
 
-    def _insert_queued(self, shared: dict, sources: list[str]) -> list[AnalysisJob]:
-        """Insert a queued job for each of ``sources``, with the ``shared`` field values; return the jobs."""
+    def _insert_queued(self, shared: dict, sources: list[str], commits: list[str]) -> list[AnalysisJob]:
+        """Insert a queued job for each of ``sources`` at its commit in ``commits``, with the ``shared`` field values."""
         if connections[self.using].vendor == "postgresql":
-            return statements.insert_queued(self.using, AnalysisJob(**shared), sources)
-        return self._jobs().bulk_create([AnalysisJob(source=source, **shared) for source in sources])
+            return statements.insert_queued(self.using, AnalysisJob(**shared), sources, commits)
+        return self._jobs().bulk_create(
+            [AnalysisJob(source=source, commit=commit, **shared) for source, commit in zip(sources, commits)]
+        )
 
     # -- claim and lease ---------------------------------------------------------------------------------------
 
@@ -557,23 +567,40 @@ class DatabaseControlPlane:
 
     def _reusable_snapshot(self, source, revision, commit, identity, owner, max_attempts):
         """Create a completed job on the sealed snapshot with ``identity`` and return it; None if there is none."""
-        snapshot_id = (
+        reused = self._reuse_many([source], revision, {source: commit}, {source: identity}, owner, max_attempts)
+        return reused.get(source)
+
+    def _reuse_many(self, sources, revision, commits, identities, owner, max_attempts) -> dict[str, AnalysisJob]:
+        """Create a completed job for each of ``sources`` whose identity has a sealed snapshot, pointing at the oldest.
+
+        Return the jobs by source. A source with no identity in ``identities``, or none sealed, gets nothing.
+        """
+        wanted = {identities[source] for source in sources if identities.get(source)}
+        if not wanted:
+            return {}
+        sealed = {}
+        for identity, pk in (
             AnalysisSnapshot.objects.using(self.using)
-            .filter(identity=identity, state=SnapshotState.SEALED)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if snapshot_id is None:
-            return None
+            .filter(identity__in=wanted, state=SnapshotState.SEALED)
+            .order_by("-pk")
+            .values_list("identity", "pk")
+        ):
+            sealed[identity] = pk  # the oldest comes last and stays
+        reusing = [source for source in sources if identities.get(source) in sealed]
+        if not reusing:
+            return {}
         now = self.clock.now()
-        job = self._jobs().create(
-            source=source, revision=revision, commit=commit, owner=owner, max_attempts=max_attempts,
-            status=JobStatus.COMPLETED, stage="done", progress=100, snapshot_id=snapshot_id,
-            created_at=now, updated_at=now, completed_at=now,
-        )
-        logger.info("job id=%s event=enqueued state=completed reused=%s", job.pk, snapshot_id)
-        return job
+        jobs = self._jobs().bulk_create([
+            AnalysisJob(
+                source=source, revision=revision, commit=commits.get(source, ""), owner=owner, max_attempts=max_attempts,
+                status=JobStatus.COMPLETED, stage="done", progress=100, snapshot_id=sealed[identities[source]],
+                created_at=now, updated_at=now, completed_at=now,
+            )
+            for source in reusing
+        ])
+        for job in jobs:
+            logger.info("job id=%s event=enqueued state=completed reused=%s", job.pk, job.snapshot_id)
+        return {job.source: job for job in jobs}
 
     def finish_cancelled(self, lease: JobLease) -> bool:
         """Mark the job cancelled and fail its building snapshot; False if the lease is gone or it was sealed."""

@@ -125,21 +125,24 @@ def _cursor(connection):
     return connection.make_debug_cursor(cursor) if connection.queries_logged else connection.make_cursor(cursor)
 
 
-def insert_queued(using: str, template: AnalysisJob, sources: list[str]) -> list[AnalysisJob]:
-    """Insert a queued job for each of ``sources``, each like ``template`` but for its source; return them (PostgreSQL).
+def insert_queued(using: str, template: AnalysisJob, sources: list[str], commits: list[str]) -> list[AnalysisJob]:
+    """Insert a queued job for each of ``sources`` at its commit in ``commits``, each like ``template`` otherwise;
+    return them (PostgreSQL).
 
-    One statement whatever the count: the columns that all the jobs share are bound once and the sources as one
-    array, where ``bulk_create`` would prepare every field of every row. For 10,000 sources that was most of
-    ``enqueue_analysis``'s time. Raises ``IntegrityError`` if a source already has an active job.
+    One statement whatever the count: the columns that all the jobs share are bound once, and the sources and
+    their commits as two arrays, where ``bulk_create`` would prepare every field of every row. For 10,000 sources
+    that was most of ``enqueue_analysis``'s time. Raises ``IntegrityError`` if a source already has an active job.
     """
     connection = connections[using]
+    per_row = {"source": sources, "commit": commits}
     fields = [field for field in AnalysisJob._meta.concrete_fields if not field.primary_key]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    # Unnests side by side in a select list are zipped, row by row (PostgreSQL 10 and later).
     values = ", ".join(
-        "unnest(%s::text[])" if field.attname == "source" else f"%s::{field.db_type(connection)}" for field in fields
+        "unnest(%s::text[])" if field.attname in per_row else f"%s::{field.db_type(connection)}" for field in fields
     )
     params = [
-        sources if field.attname == "source" else field.get_db_prep_save(getattr(template, field.attname), connection)
+        per_row[field.attname] if field.attname in per_row else field.get_db_prep_save(getattr(template, field.attname), connection)
         for field in fields
     ]
     with connection.cursor() as cursor:
@@ -148,9 +151,9 @@ def insert_queued(using: str, template: AnalysisJob, sources: list[str]) -> list
     # The rows as the database now holds them, built as a query's results are (from_db), not field by field.
     names = [field.attname for field in AnalysisJob._meta.concrete_fields]
     row = [getattr(template, name) for name in names]
-    pk_at, source_at = names.index(AnalysisJob._meta.pk.attname), names.index("source")
+    pk_at, source_at, commit_at = (names.index(name) for name in (AnalysisJob._meta.pk.attname, "source", "commit"))
     jobs = []
-    for source in sources:
-        row[pk_at], row[source_at] = ids[source], source
+    for source, commit in zip(sources, commits):
+        row[pk_at], row[source_at], row[commit_at] = ids[source], source, commit
         jobs.append(AnalysisJob.from_db(using, names, row))
     return jobs

@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from analysis_jobs.control_plane import DatabaseControlPlane
-from analysis_jobs.models import AnalysisJob, JobStatus
+from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from tests.racing import RacingControlPlane
 
 pytestmark = pytest.mark.django_db
@@ -62,6 +62,30 @@ def test_a_source_with_an_active_job_or_named_twice_gets_that_job(control_plane,
     assert results[3] == (results[2][0], False)
     assert results[4][0].pk == running.pk and results[4][1] is False
     assert AnalysisJob.objects.filter(source=sources[2]).count() == 1
+
+
+def test_sources_queued_in_bulk_at_a_revision_keep_their_commits_and_reuse_what_was_sealed(control_plane, sources, fake_clock):
+    now = fake_clock.now()
+    older, newer = (
+        AnalysisSnapshot.objects.create(state=SnapshotState.SEALED, identity="id-a", content_hash="a" * 64, created_at=now, sealed_at=now)
+        for _ in range(2)
+    )
+    commits = {source: f"{n:040x}" for n, source in enumerate(sources[:3])}
+    identities = {sources[0]: "id-a", sources[1]: "id-a", sources[2]: "id-unsealed"}
+
+    results = control_plane.enqueue_many(sources[:3] + [sources[0]], revision="main", commits=commits, reuse_identities=identities)
+
+    jobs = [job for job, _ in results]
+    assert [created for _, created in results] == [True, True, True, False]
+    assert jobs[3] == jobs[0]
+    assert [(job.commit, job.status, job.snapshot_id) for job in jobs[:3]] == [
+        (commits[sources[0]], JobStatus.COMPLETED, older.pk),  # the oldest sealed snapshot of the identity
+        (commits[sources[1]], JobStatus.COMPLETED, older.pk),
+        (commits[sources[2]], JobStatus.QUEUED, None),
+    ]
+    stored = {job.source: (job.commit, job.status, job.snapshot_id, job.attempt) for job in AnalysisJob.objects.all()}
+    assert stored == {job.source: (job.commit, job.status, job.snapshot_id, 0) for job in jobs[:3]}
+    assert newer.pk not in {job.snapshot_id for job in jobs}
 
 
 def test_the_revision_is_part_of_the_identity(control_plane, sources):

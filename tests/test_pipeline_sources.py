@@ -201,6 +201,19 @@ def test_a_revision_resolves_to_its_commit_and_unknown_ones_are_refused(reposito
         resolve_revision(str(root / "added"), "HEAD")
 
 
+def test_a_revision_that_resolves_costs_one_git_process_and_a_tag_resolves_to_its_commit(repository, monkeypatch):
+    root, first, _ = repository
+    git(root, "tag", "-a", "-m", "v1", "v1", first)
+    runs = []
+    real = sources._git
+    monkeypatch.setattr(sources, "_git", lambda *args, **kwargs: runs.append(args) or real(*args, **kwargs))
+    assert resolve_revision(str(root / "lib"), "v1") == first  # the annotated tag's commit, not the tag object
+    assert len(runs) == 1
+    with pytest.raises(RevisionNotFound, match="names no commit"):
+        resolve_revision(str(root), "no-such-tag")
+    assert len(runs) > 2  # a failure is looked into, to say why
+
+
 def test_a_revision_is_read_from_the_object_store_without_touching_the_work_tree(repository):
     root, first, second = repository
     write_tree(root, {"app.py": "import django\n", "dirty.py": "", "x.log": ""})

@@ -1,6 +1,7 @@
 """The repository pipeline under the worker and the control plane: the cache, reuse by identity, revisions, budgets."""
 
 import hashlib
+import io
 import os
 import time
 
@@ -117,6 +118,24 @@ def test_a_revision_that_was_analysed_before_completes_at_enqueue(db, run_job, r
     again = AnalysisJob.objects.exclude(pk=original.pk).get()
     assert (again.status, again.commit, again.snapshot_id, again.attempt) == (JobStatus.COMPLETED, first, original.snapshot_id, 0)
     assert DatabaseControlPlane().claim_next("w1") is None
+
+
+def test_many_folders_at_a_revision_are_queued_at_its_commit_in_bulk_and_reuse_what_was_analysed(db, run_job, repository):
+    root, first, _ = repository
+    write_tree(root, {"lib/b.py": "import json\n", "other/c.py": "import csv\n"})
+    third = commit_tree(root)
+    folders = [str(root / "lib"), str(root / "other")]
+    call_command("enqueue_analysis", folders[0], "--revision", third)
+    assert run_job() is JobOutcome.COMPLETED
+    analysed = AnalysisJob.objects.get()
+
+    call_command("enqueue_analysis", *folders, str(root), "--revision", "HEAD", stdout=io.StringIO())
+
+    jobs = list(AnalysisJob.objects.exclude(pk=analysed.pk).order_by("pk"))
+    assert [(job.source, job.commit, job.status) for job in jobs] == [
+        (folders[0], third, JobStatus.COMPLETED), (folders[1], third, JobStatus.QUEUED), (str(root), third, JobStatus.QUEUED),
+    ]
+    assert jobs[0].snapshot_id == analysed.snapshot_id
 
 
 def test_an_unknown_revision_or_a_revision_of_a_plain_directory_queues_nothing(db, repository, tmp_path):

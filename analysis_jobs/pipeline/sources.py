@@ -269,6 +269,9 @@ def _git(path: str, *args: str, data: bytes | None = None) -> subprocess.Complet
         raise SourceNotFound("The git command is not installed; a revision cannot be read.") from None
 
 
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256
+
+
 def resolve_revision(path: str, revision: str) -> str:
     """Return the commit id ``revision`` names in the repository at ``path``.
 
@@ -278,6 +281,15 @@ def resolve_revision(path: str, revision: str) -> str:
     """
     if not os.path.isdir(path):
         raise SourceNotFound(f"{path} is not a directory.")
+    # The common case in one git process: the commit and the tree of this folder in it. Only a failure takes
+    # the three steps below, which tell why (a queue of many paths at a revision spawns one process per path).
+    # Without --verify, git before 2.43 would take a revision starting with '-' for an option (and echoes
+    # --end-of-options), so such a revision goes the careful way; anything but two object ids does too.
+    if not revision.startswith("-"):
+        found = _git(path, "rev-parse", f"{revision}^{{commit}}", f"{revision}^{{commit}}:./")
+        names = found.stdout.decode("ascii", errors="replace").split()
+        if found.returncode == 0 and len(names) == 2 and all(_OBJECT_ID.fullmatch(name) for name in names):
+            return names[0]
     if _git(path, "rev-parse", "--git-dir").returncode != 0:
         raise SourceNotFound(f"{path} is not a git repository, so it has no revision {revision!r}.")
     found = _git(path, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
