@@ -1,6 +1,7 @@
 """The commands as a user runs them: what they print, what they change, and their exit codes."""
 
 import json
+import os
 import subprocess
 from io import StringIO
 
@@ -58,6 +59,18 @@ def test_cancel_cancels_a_queued_job_asks_a_running_one_and_refuses_a_finished_o
     assert AnalysisJob.objects.get(pk=running.pk).cancel_requested
     with pytest.raises(CommandError, match="already cancelled"):
         run("cancel_analysis", str(queued.pk))
+
+
+@pytest.mark.process
+def test_a_command_whose_reader_has_gone_stops_quietly_with_a_failing_status(worker_env, manage_py, source_dir):
+    run("enqueue_analysis", str(source_dir))
+    read, write = os.pipe()
+    os.close(read)  # as `analysis_status | head -1` is once head has its line: every write now fails
+    try:
+        status = subprocess.run([*manage_py, "analysis_status"], env=worker_env, stdout=write, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write)
+    assert (status.returncode, status.stderr) == (1, "")
 
 
 @pytest.mark.process
