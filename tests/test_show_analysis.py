@@ -1,6 +1,8 @@
 """``show_analysis``: a sealed snapshot's summary for people and scripts, and its canonical document byte for byte."""
 
+import hashlib
 import json
+import subprocess
 from io import StringIO
 
 import pytest
@@ -57,7 +59,21 @@ def test_json_gives_the_summary_to_scripts(analysed):
 
 
 def test_facts_prints_the_canonical_document_byte_for_byte(analysed):
-    assert show(analysed.pk, "--facts") == analysed.snapshot.facts + "\n"
+    assert show(analysed.pk, "--facts") == analysed.snapshot.facts
+
+
+@pytest.mark.process
+def test_facts_piped_to_a_hash_gives_the_graph_hash_whatever_the_terminal_encoding(
+    control_plane, make_worker, worker_env, manage_py, tmp_path
+):
+    root = write_tree(tmp_path / "r", {"\u65e5\u672c/caf\u00e9.py": "GREETING = '\u3053\u3093\u306b\u3061\u306f'\n"})
+    job, _ = control_plane.enqueue(str(root))
+    assert make_worker(RepositoryPipeline()).run(control_plane.claim_next("w1")) is JobOutcome.COMPLETED
+    env = dict(worker_env, PYTHONIOENCODING="latin-1")  # a terminal that could not show the paths
+    shown = subprocess.run([*manage_py, "show_analysis", str(job.pk), "--facts"], env=env, capture_output=True, check=True)
+    snapshot = AnalysisJob.objects.get(pk=job.pk).snapshot
+    assert "\u65e5\u672c/caf\u00e9.py" in snapshot.facts
+    assert hashlib.sha256(shown.stdout).hexdigest() == snapshot.content_hash
 
 
 def test_a_job_without_a_sealed_snapshot_or_no_job_is_an_error(db, control_plane, tmp_path):

@@ -30,7 +30,7 @@ class Command(BaseCommand):
             detail = f": {job.error_code} {job.error_message}".rstrip() if job.error_code else ""
             raise CommandError(f"Job {job.pk} has no sealed snapshot (it is {job.status}{detail}).")
         if facts:
-            self.stdout.write(snapshot.facts)
+            self._write_exactly(snapshot.facts)
             return
         document = json.loads(snapshot.facts)
         summary = document.get("summary") or {}
@@ -58,3 +58,16 @@ class Command(BaseCommand):
             self.stdout.write(f"  {item['code']}  {item['path']}:{item['line']}  {item['message']}")
         if len(found) > SHOWN_DIAGNOSTICS:
             self.stdout.write(f"  ... {len(found) - SHOWN_DIAGNOSTICS} more (--json lists them all)")
+
+    def _write_exactly(self, text: str) -> None:
+        """Write ``text`` as its UTF-8 bytes and nothing else, so that ``--facts | sha256sum`` is the graph hash.
+
+        No line end is added, and the terminal's encoding plays no part: the bytes go to the stream's binary
+        buffer when it has one (a text stream, as tests pass, gets the text).
+        """
+        binary = getattr(self.stdout, "buffer", None)
+        if binary is None:
+            self.stdout.write(text, ending="")
+            return
+        binary.write(text.encode("utf-8"))  # nothing is written before it, so no text waits in front of it
+        binary.flush()
