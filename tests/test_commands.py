@@ -1,6 +1,7 @@
 """The commands as a user runs them: what they print, what they change, and their exit codes."""
 
 import json
+import logging
 import os
 import subprocess
 from io import StringIO
@@ -59,6 +60,17 @@ def test_cancel_cancels_a_queued_job_asks_a_running_one_and_refuses_a_finished_o
     assert AnalysisJob.objects.get(pk=running.pk).cancel_requested
     with pytest.raises(CommandError, match="already cancelled"):
         run("cancel_analysis", str(queued.pk))
+
+
+def test_a_command_people_read_logs_only_warnings_unless_asked_for_more(db, source_dir, caplog):
+    logger = logging.getLogger("analysis_jobs")
+    with caplog.at_level(logging.INFO, logger="analysis_jobs"):
+        job_id = run("enqueue_analysis", str(source_dir))[0].strip()
+        assert caplog.messages == []  # the job id it printed says it all
+        assert logger.level == logging.INFO  # as it was before the command
+        out, _ = run("cancel_analysis", job_id, "--verbosity", "2")
+    assert out == f"job {job_id}: cancelled\n"
+    assert caplog.messages == [f"job id={job_id} event=cancelled by=cancel_analysis"]
 
 
 @pytest.mark.process

@@ -1,14 +1,15 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from analysis_jobs.management.arguments import job_id
+from analysis_jobs.management.base import OneShotCommand
 from analysis_jobs.management.database import ensure_database_ready
 from analysis_jobs.models import AnalysisJob
 from analysis_jobs.presenters import job_as_dict, job_line
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = "Show analysis jobs: the ones named, or the 20 newest."
 
     def add_arguments(self, parser):

@@ -1,12 +1,13 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from analysis_jobs.control_plane import CancelOutcome, DatabaseControlPlane
 from analysis_jobs.exceptions import CancelRefused
 from analysis_jobs.management.arguments import job_id
+from analysis_jobs.management.base import OneShotCommand
 from analysis_jobs.management.database import ensure_database_ready
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = "Cancel analysis jobs: a queued job at once, a running one at its worker's next renewal."
 
     def add_arguments(self, parser):

@@ -6,12 +6,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.exceptions import AnalysisError
 from analysis_jobs.management.arguments import positive_int
+from analysis_jobs.management.base import OneShotCommand
 from analysis_jobs.management.database import ensure_database_ready
 from analysis_jobs.models import AnalysisJob, JobStatus
 from analysis_jobs.pipeline.config import PipelineConfig
@@ -20,7 +21,7 @@ from analysis_jobs.pipeline.sources import resolve_revision
 from analysis_jobs.presenters import job_as_dict, job_line
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = "Queue an analysis of each directory (or repository) given and print the job ids, one a line."
     stealth_options = ("stdin",)
 

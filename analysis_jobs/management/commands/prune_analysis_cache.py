@@ -1,14 +1,13 @@
 import datetime as dt
 
-from django.core.management.base import BaseCommand
-
 from analysis_jobs.clock import SystemClock
 from analysis_jobs.management.arguments import days
+from analysis_jobs.management.base import OneShotCommand
 from analysis_jobs.management.database import ensure_database_ready
 from analysis_jobs.pipeline.repository import FactsCache
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = (
         "Delete cached per-file facts and digests recorded more than --older-than days ago. The caches only grow; "
         "what is pruned is read and parsed again by the next analysis that needs it, so results never change."

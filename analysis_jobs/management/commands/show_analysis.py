@@ -1,8 +1,9 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from analysis_jobs.management.arguments import job_id
+from analysis_jobs.management.base import OneShotCommand
 from analysis_jobs.management.database import ensure_database_ready
 from analysis_jobs.models import AnalysisJob, SnapshotState
 from analysis_jobs.pipeline.summary import describe, diagnostics
@@ -10,7 +11,7 @@ from analysis_jobs.pipeline.summary import describe, diagnostics
 SHOWN_DIAGNOSTICS = 20
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = "Show what an analysis found: a summary of its sealed snapshot, or (--facts) the whole canonical document."
 
     def add_arguments(self, parser):
