@@ -64,13 +64,16 @@ class ListenWaiter:
 
     The connection is opened on first use and again after it fails; while it cannot be opened the waiter sleeps
     the interval like ``PollWaiter``. Right after (re)connecting it returns at once, because a job queued before
-    the ``LISTEN`` took effect sent its notification to nobody.
+    the ``LISTEN`` took effect sent its notification to nobody. A connection lost within one interval of
+    listening (a server or pooler that drops every connection) costs a wait of the interval too, or the runner
+    would poll and reconnect without pause; one lost after that (a server restart) is reopened at once.
     """
 
     def __init__(self, using: str = "default", clock: Clock | None = None):
         self.using = using
         self.clock = clock or SystemClock()
         self._conn = None
+        self._listening_since = None
         self._wake_r = self._wake_w = -1  # a self-pipe, so a signal handler can end a wait at once
 
     def _connect(self):
@@ -101,6 +104,7 @@ class ListenWaiter:
                 logger.warning("wakeups event=listen_unavailable error=%s", error.__class__.__name__)
                 self.clock.wait(stopping, seconds)
                 return False
+            self._listening_since = self.clock.now()
             return True
         try:
             if self._drain():
@@ -112,6 +116,8 @@ class ListenWaiter:
         except Exception as error:
             logger.warning("wakeups event=listen_lost error=%s", error.__class__.__name__)
             self.close_connection()
+            if (self.clock.now() - self._listening_since).total_seconds() < seconds:
+                self.clock.wait(stopping, seconds)
             return False
 
     def _drain(self) -> bool:

@@ -160,22 +160,44 @@ def test_the_listen_waiter_wakes_on_a_notification_and_times_out_without_one(sou
 
 @pytest.mark.postgres_only
 @pytest.mark.django_db(transaction=True)
-def test_a_dropped_listen_connection_falls_back_to_the_poll_and_listens_again(source_dir):
-    waiter = ListenWaiter()
+def test_a_dropped_listen_connection_falls_back_to_the_poll_and_listens_again(source_dir, fake_clock):
+    waiter = ListenWaiter(clock=fake_clock)
     stopping = threading.Event()
     try:
         assert waiter.wait(stopping, 0) is True
         listening_pid = waiter._conn.info.backend_pid
+        fake_clock.advance(3600)  # listening for an hour, then the server restarts
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_terminate_backend(%s)", [listening_pid])
 
+        before = fake_clock.now()
         assert waiter.wait(stopping, 5) is False  # the wait ends as a timeout would: the runner polls
+        assert fake_clock.now() == before  # and reconnects at once
         # The next waits notice the closed socket (the server's goodbye and the end of the stream can arrive
         # apart), reconnect and listen again; a fresh LISTEN says so by returning True.
         assert any(waiter.wait(stopping, 1) for _ in range(3))
         assert waiter._conn.info.backend_pid != listening_pid
         DatabaseControlPlane().enqueue(str(source_dir))
         assert waiter.wait(stopping, 30) is True
+    finally:
+        waiter.close()
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_listen_connection_dropped_as_soon_as_it_listens_costs_a_poll_interval_not_a_busy_loop(fake_clock):
+    waiter = ListenWaiter(clock=fake_clock)
+    stopping = threading.Event()
+    try:
+        for _ in range(2):  # a server (or pooler) that drops every connection at once
+            assert waiter.wait(stopping, 0) is True
+            listening_pid = waiter._conn.info.backend_pid
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(%s)", [listening_pid])
+            before = fake_clock.now()
+            while waiter._conn is not None:  # the goodbye and the end of the stream can arrive apart
+                assert waiter.wait(stopping, 5) is False
+            assert (fake_clock.now() - before).total_seconds() == 5  # one interval's wait, as the poll makes
     finally:
         waiter.close()
 
