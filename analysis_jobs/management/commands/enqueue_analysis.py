@@ -88,8 +88,8 @@ class Command(OneShotCommand):
         """Return the commit ``revision`` names in each of ``sources``, or stop at the first source (in order) that
         has none, with the reason, before anything is queued.
 
-        Each source costs a git process, so they run side by side, one per core: the time is the process's, not
-        this one's.
+        Each source costs a git process, which this one only waits for, so the look-ups run side by side, one
+        per core.
         """
         with ThreadPoolExecutor(max_workers=min(len(sources), os.cpu_count() or 1)) as pool:
             try:
