@@ -15,6 +15,10 @@ def main():
         settings.DATABASES  # load the settings now: a bad DATABASE_URL is a one-line error, not a traceback
     except ImproperlyConfigured as exc:
         sys.exit(f"Error: {exc}")
+    # A name the terminal's encoding cannot spell is shown escaped (\u65e5), not a UnicodeEncodeError; what
+    # must be exact (show_analysis --facts) is written as bytes.
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(errors="backslashreplace")
     try:
         execute_from_command_line(sys.argv)
         sys.stdout.flush()  # here, not at exit, where a failed flush could only be reported as ignored

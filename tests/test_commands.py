@@ -74,6 +74,17 @@ def test_a_command_people_read_logs_only_warnings_unless_asked_for_more(db, sour
 
 
 @pytest.mark.process
+def test_a_source_the_terminal_cannot_spell_is_shown_escaped(worker_env, manage_py, tmp_path):
+    source = tmp_path / "\u65e5\u672c"
+    source.mkdir()
+    run("enqueue_analysis", str(source))
+    env = dict(worker_env, PYTHONIOENCODING="latin-1")
+    status = subprocess.run([*manage_py, "analysis_status"], env=env, capture_output=True, text=True, encoding="latin-1")
+    assert status.returncode == 0, status.stderr
+    assert "source=" + str(tmp_path) + "/\\u65e5\\u672c" in status.stdout
+
+
+@pytest.mark.process
 def test_a_command_whose_reader_has_gone_stops_quietly_with_a_failing_status(worker_env, manage_py, source_dir):
     run("enqueue_analysis", str(source_dir))
     read, write = os.pipe()
