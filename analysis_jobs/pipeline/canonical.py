@@ -28,17 +28,18 @@ _MAYBE_FLOAT = re.compile(r"[:,\[]-?[0-9]+[.eE]")
 
 
 def _class_of(byte: int) -> int:
-    for members, stands_for in ((b":,[", b":"), (b"-", b"-"), (b"0123456789", b"0"), (b".eE", b".")):
+    for members, stands_for in ((b":,[", b":"), (b"-0123456789", b"0"), (b".eE", b".")):
         if byte in members:
             return stands_for[0]
     return b"x"[0]
 
 
-# The same pattern over bytes in which each byte stands for its class (value start, sign, digit, fraction or
-# exponent, anything else): the bytes keep their places, so it matches exactly where ``_MAYBE_FLOAT`` would,
-# and it opens with one literal byte, which the regex engine scans for far faster than a character set.
+# A like pattern over bytes in which each byte stands for its class (value start, sign or digit, fraction or
+# exponent, anything else): the bytes keep their places, so it matches wherever ``_MAYBE_FLOAT`` would (and
+# where a string holds, say, ":--1."), and it opens with the literal ":0", which the regex engine scans for far
+# faster than a character set (3.6 ms for Django's 3.5 MB document; 6.3 with the sign apart).
 _CLASSES = bytes(_class_of(byte) for byte in range(256))
-_MAYBE_FLOAT_CLASSES = re.compile(rb":-?0+\.")
+_MAYBE_FLOAT_CLASSES = re.compile(rb":0+\.")
 
 
 def _may_hold_a_float(data: bytes) -> bool:

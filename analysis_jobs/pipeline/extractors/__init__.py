@@ -60,14 +60,17 @@ _MINIFIED = (".min.js", ".min.mjs", "-min.js", ".bundle.js")
 
 def extractor_for(path: str) -> Extractor | None:
     """Return the extractor that reads the file at ``path`` (relative, ``/``-separated), or None."""
-    directory, name = posixpath.split(path)
+    directory, _, name = path.rpartition("/")
     if name in BY_NAME:
         return BY_NAME[name]
     if name.startswith(("Dockerfile.", "Containerfile.")):
         return DOCKERFILE
-    if _REQUIREMENTS.match(name) or (posixpath.basename(directory) == "requirements" and name.endswith((".txt", ".in"))):
+    # The patterns are tried only on names they could match: a re-analysis asks this of every listed file.
+    if name.startswith("requirements") and _REQUIREMENTS.match(name) or (
+        directory.rpartition("/")[2] == "requirements" and name.endswith((".txt", ".in"))
+    ):
         return REQUIREMENTS
-    if _COMPOSE.match(name):
+    if name.startswith(("compose", "docker-compose")) and _COMPOSE.match(name):
         return COMPOSE
     if name.endswith(_MINIFIED):
         return None  # generated: listed in the inventory, not parsed
