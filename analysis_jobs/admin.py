@@ -123,15 +123,11 @@ class AnalysisSnapshotAdmin(OwnedJobsMixin, admin.ModelAdmin):
     search_fields = ("content_hash",)
     search_help_text = "A content hash, or its first characters (as in a download's file name)."
     show_full_result_count = False
-    exclude = ("facts",)
-    readonly_fields = ("state", "content_hash", "identity", "failure_code", "created_at", "sealed_at", "summary", "download")
+    readonly_fields = ("state", "content_hash", "identity", "size", "failure_code", "created_at", "sealed_at", "summary", "download")
 
     @staticmethod
     def owned(queryset, user):
         return queryset.filter(jobs__owner=user).distinct()
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).defer("facts")  # the document can be megabytes; read it when shown
 
     def get_search_results(self, request, queryset, search_term):
         """Match the snapshots whose content hash starts with the term (hashes are lower-case hex).
@@ -154,7 +150,7 @@ class AnalysisSnapshotAdmin(OwnedJobsMixin, admin.ModelAdmin):
     def summary(self, snapshot):
         if snapshot.state != SnapshotState.SEALED:
             return "-"
-        document = json.loads(snapshot.facts)
+        document = json.loads(snapshot.read_facts())
         lines = [f"schema {document.get('schema')}", *describe(document.get("summary") or {})]
         return format_html("<pre>{}</pre>", "\n".join(lines))
 
@@ -163,14 +159,14 @@ class AnalysisSnapshotAdmin(OwnedJobsMixin, admin.ModelAdmin):
         if snapshot.state != SnapshotState.SEALED:
             return "-"
         url = reverse("admin:analysis_jobs_analysissnapshot_facts", args=[snapshot.pk], current_app=self.admin_site.name)
-        return format_html('<a href="{}">Download facts ({} bytes)</a>', url, len(snapshot.facts.encode()))
+        return format_html('<a href="{}">Download facts ({} bytes)</a>', url, snapshot.size)
 
     def download_facts(self, request, object_id):
         """Send a sealed snapshot's canonical JSON, byte for byte, to a user who may see the snapshot."""
         snapshot = self.get_object(request, object_id)
         if snapshot is None or not self.has_view_permission(request, snapshot) or snapshot.state != SnapshotState.SEALED:
             raise Http404("No sealed snapshot with that id is visible to you.")
-        response = HttpResponse(snapshot.facts.encode(), content_type="application/json; charset=utf-8")
+        response = HttpResponse(snapshot.read_facts().encode(), content_type="application/json; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="snapshot-{snapshot.pk}-{snapshot.content_hash[:12]}.json"'
         return response
 

@@ -38,6 +38,7 @@ from django.db.models import F, Q
 from . import statements
 from .clock import Clock, SystemClock
 from .decisions import Fail, Requeue
+from .documents import DocumentStore, cut, new_chunks
 from .exceptions import CancelRefused
 from .models import ACTIVE_STATUSES, SEALED_STAGE, AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from .notifications import send_wakeup
@@ -498,24 +499,36 @@ class DatabaseControlPlane:
         return snapshot.pk
 
     def seal(self, lease: JobLease, *, snapshot_id: int, facts: str, content_hash: str, identity: str = "") -> bool:
-        """Seal the attempt's snapshot (commit one of two); False if the lease is gone or cancellation won.
+        """Seal the attempt's snapshot with the document ``facts`` (commit one of two); False if the lease is gone or cancellation won.
 
         The job's guard (with the cancellation guard, and ``snapshot_id`` still the job's building snapshot) is
-        taken in the same transaction as the snapshot's update, so a job that another worker reclaimed or a
-        user cancelled never gets a sealed snapshot from this worker. PostgreSQL does both in one statement.
+        taken in the same transaction as the snapshot's update and its document's chunks, so a job that another
+        worker reclaimed or a user cancelled never gets a sealed snapshot from this worker. PostgreSQL does it
+        all in one statement. A document of several chunks first looks up which are stored already (outside the
+        transaction, so the job's row stays locked for as short a time as can be) and sends only the others.
         """
         now = self.clock.now()
+        store = DocumentStore(self.using)
+        chunks = cut(facts)
+        stored = store.stored(chunks) if len(chunks) > 1 else set()
         params = {
             **self._owner(lease), "snapshot_id": snapshot_id, "expires": now + dt.timedelta(seconds=self.lease_seconds),
-            "now": now, "facts": facts, "content_hash": content_hash, "identity": identity,
+            "now": now, "size": len(facts.encode()), "content_hash": content_hash, "identity": identity,
         }
         if connections[self.using].vendor == "postgresql":
+            new = new_chunks(chunks, stored)
+            params |= {
+                "digests": [chunk.digest for chunk in chunks],
+                "new_digests": [chunk.digest for chunk in new], "new_texts": [chunk.text for chunk in new],
+            }
             sealed = self._execute(statements.SEAL, params) == 1
         else:
             with transaction.atomic(using=self.using):
                 sealed = self._execute(statements.SEAL_JOB, params) == 1
                 sealed = sealed and self._execute(statements.SEAL_SNAPSHOT, params) == 1
-                if not sealed:
+                if sealed:
+                    store.write(snapshot_id, chunks, stored)
+                else:
                     transaction.set_rollback(True, using=self.using)
         if sealed:
             logger.info("job id=%s attempt=%s stage=seal state=sealed worker=%s", lease.job_id, lease.attempt, lease.worker_id)

@@ -49,8 +49,8 @@ class SealedSnapshotError(ValidationError):
 
 class AnalysisSnapshot(models.Model):
     state = models.CharField(max_length=16, choices=SnapshotState.choices, default=SnapshotState.BUILDING)
-    # The canonical JSON document, byte for byte what was hashed (a jsonb column would reorder its keys).
-    facts = models.TextField(blank=True, default="")
+    # The canonical JSON document is stored as chunks (``documents.py``; ``read_facts`` joins them); its size is here.
+    size = models.PositiveBigIntegerField(default=0, help_text="Bytes of the sealed document's UTF-8 text.")
     content_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
     # What makes two analyses the same (source, revision, schema, extractors, config); reuse looks it up.
     identity = models.CharField(max_length=64, blank=True, default="", db_index=True)
@@ -78,6 +78,35 @@ class AnalysisSnapshot(models.Model):
         if self.state == SnapshotState.SEALED:
             raise SealedSnapshotError(f"Snapshot {self.pk} is sealed and cannot be deleted.")
         return super().delete(*args, **kwargs)
+
+    def read_facts(self) -> str:
+        """Return the canonical JSON document, byte for byte what was hashed ("" unless sealed)."""
+        from .documents import DocumentStore
+
+        return DocumentStore(self._state.db or "default").read(self.pk)
+
+
+class DocumentChunk(models.Model):
+    """A piece of sealed documents' text, stored once however many snapshots hold it (see ``documents.py``)."""
+
+    digest = models.CharField(max_length=64, primary_key=True, help_text="SHA-256 of the text's UTF-8 bytes.")
+    # Text, not jsonb: a chunk is a slice of canonical JSON, byte for byte, and seldom JSON on its own.
+    text = models.TextField()
+
+    def __str__(self):
+        return f"chunk {self.digest[:12]}"
+
+
+class SnapshotChunk(models.Model):
+    """The place of one chunk in one sealed snapshot's document."""
+
+    pk = models.CompositePrimaryKey("snapshot", "position")
+    snapshot = models.ForeignKey(AnalysisSnapshot, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()
+    chunk = models.ForeignKey(DocumentChunk, on_delete=models.PROTECT, related_name="+")
+
+    def __str__(self):
+        return f"chunk {self.position} of snapshot {self.snapshot_id}"
 
 
 class AnalysisJob(models.Model):

@@ -20,10 +20,12 @@ import datetime as dt
 import psycopg
 from django.db import connections
 
-from .models import SEALED_STAGE, AnalysisJob, AnalysisSnapshot
+from .models import SEALED_STAGE, AnalysisJob, AnalysisSnapshot, DocumentChunk, SnapshotChunk
 
 JOBS = AnalysisJob._meta.db_table
 SNAPSHOTS = AnalysisSnapshot._meta.db_table
+CHUNKS = DocumentChunk._meta.db_table
+PARTS = SnapshotChunk._meta.db_table
 
 # Ownership, as every write of the owner proves it: this attempt of this job is running under this worker.
 OWNED = "id = %(job_id)s AND status = 'running' AND worker_id = %(worker_id)s AND attempt = %(attempt)s"
@@ -44,8 +46,8 @@ CLAIM_NEXT = f"""
         FOR UPDATE SKIP LOCKED
     ), snapshot AS (
         -- the columns as AnalysisSnapshot's defaults leave a building one
-        INSERT INTO {SNAPSHOTS} (state, facts, content_hash, identity, failure_code, created_at)
-        SELECT 'building', '', '', '', '', %(now)s FROM candidate
+        INSERT INTO {SNAPSHOTS} (state, size, content_hash, identity, failure_code, created_at)
+        SELECT 'building', 0, '', '', '', %(now)s FROM candidate
         RETURNING id
     ), claimed AS (
         UPDATE {JOBS} AS job SET status = 'running', worker_id = %(worker_id)s, lease_expires_at = %(expires)s,
@@ -75,22 +77,34 @@ SEAL_JOB = f"""
 
 def _seal_snapshot(snapshot_id: str) -> str:
     return f"""
-        UPDATE {SNAPSHOTS} SET state = 'sealed', facts = %(facts)s, content_hash = %(content_hash)s,
+        UPDATE {SNAPSHOTS} SET state = 'sealed', size = %(size)s, content_hash = %(content_hash)s,
             identity = %(identity)s, sealed_at = %(now)s
         WHERE id = {snapshot_id} AND state = 'building'
     """
 
 
-# The seal's second half: seal building snapshot snapshot_id with its facts (facts, content_hash, identity, now).
+# The seal's second half: seal building snapshot snapshot_id (size, content_hash, identity, now). Its document's
+# chunks are written in the same transaction (``DocumentStore.write``).
 SEAL_SNAPSHOT = _seal_snapshot("%(snapshot_id)s")
 
-# Both halves as one statement (PostgreSQL), the snapshot sealed only if the job's guard held. Only the job's
-# owner writes its building snapshot, so once the guard has held (and the job's row is locked) the snapshot is
-# still building and the second update matches too: both rows change or neither does. Returns the snapshot's id.
+# Both halves as one statement (PostgreSQL), with the document's chunks, the snapshot sealed only if the job's
+# guard held. Only the job's owner writes its building snapshot, so once the guard has held (and the job's row is
+# locked) the snapshot is still building and the second update matches too: both rows change or neither does,
+# and the chunks are written only with them. ``new_digests`` and ``new_texts`` are the chunks not stored yet, in
+# digest order (``documents.new_chunks``); ``digests`` lists the document's chunks in order. Returns the snapshot's id.
 SEAL = f"""
-    WITH job AS ({SEAL_JOB} RETURNING snapshot_id)
-    {_seal_snapshot("(SELECT snapshot_id FROM job)")}
-    RETURNING id
+    WITH job AS ({SEAL_JOB} RETURNING snapshot_id),
+    snapshot AS ({_seal_snapshot("(SELECT snapshot_id FROM job)")} RETURNING id),
+    chunk AS (
+        INSERT INTO {CHUNKS} (digest, text)
+        SELECT new.digest, new.text FROM snapshot, unnest(%(new_digests)s::text[], %(new_texts)s::text[]) AS new (digest, text)
+        ON CONFLICT DO NOTHING
+    ), part AS (
+        INSERT INTO {PARTS} (snapshot_id, position, chunk_id)
+        SELECT snapshot.id, part.position - 1, part.digest
+        FROM snapshot, unnest(%(digests)s::text[]) WITH ORDINALITY AS part (digest, position)
+    )
+    SELECT id FROM snapshot
 """
 
 # Complete the owned job whose snapshot was sealed under this lease (commit two of two). Parameters: the

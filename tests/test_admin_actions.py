@@ -4,6 +4,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from analysis_jobs.documents import DocumentStore, cut
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from analysis_jobs.pipeline import content_hash
 from analysis_jobs.pipeline.repository import identity_for_revision
@@ -58,8 +59,9 @@ def test_retry_of_a_commit_analysed_since_completes_at_once(admin_client, fake_c
     now, facts = fake_clock.now(), '{"nodes":[]}'
     sealed = AnalysisSnapshot.objects.create(identity=identity_for_revision(failed.source, failed.commit), created_at=now)
     AnalysisSnapshot.objects.filter(pk=sealed.pk).update(
-        state=SnapshotState.SEALED, facts=facts, content_hash=content_hash(facts), sealed_at=now
+        state=SnapshotState.SEALED, size=len(facts.encode()), content_hash=content_hash(facts), sealed_at=now
     )
+    DocumentStore().write(sealed.pk, cut(facts))
     _post(admin_client, "retry", failed)
     again = AnalysisJob.objects.exclude(pk=failed.pk).get()
     assert (again.status, again.snapshot_id, again.commit) == (JobStatus.COMPLETED, sealed.pk, failed.commit)

@@ -549,7 +549,7 @@ def test_seal_then_complete_finishes_the_job(db, control_plane, make_job, fake_c
     assert not control_plane.complete(lease)  # nothing sealed yet
     assert control_plane.seal(lease, snapshot_id=snapshot_id, facts='{"a":1}', content_hash="b" * 64, identity="id1")
     snapshot = AnalysisSnapshot.objects.get(pk=snapshot_id)
-    assert (snapshot.state, snapshot.facts, snapshot.content_hash, snapshot.identity) == (
+    assert (snapshot.state, snapshot.read_facts(), snapshot.content_hash, snapshot.identity) == (
         SnapshotState.SEALED, '{"a":1}', "b" * 64, "id1",
     )
     assert snapshot.sealed_at == fake_clock.now()

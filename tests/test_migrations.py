@@ -16,7 +16,7 @@ def test_the_models_have_no_changes_missing_from_the_migrations(db):
 
 
 @pytest.mark.postgres_only
-def test_snapshots_are_compressed_with_lz4_where_the_server_offers_it(db):
+def test_documents_are_compressed_with_lz4_where_the_server_offers_it(db):
     """A big document is sealed several times faster with lz4 than with pglz; a build without lz4 keeps pglz."""
     offered = import_module("analysis_jobs.migrations.0007_snapshot_lz4").server_has_lz4(connection)
     try:
@@ -27,8 +27,8 @@ def test_snapshots_are_compressed_with_lz4_where_the_server_offers_it(db):
         accepted = False
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT attcompression FROM pg_attribute WHERE attrelid = 'analysis_jobs_analysissnapshot'::regclass "
-            "AND attname = 'facts'"
+            "SELECT attcompression FROM pg_attribute WHERE attrelid = 'analysis_jobs_documentchunk'::regclass "
+            "AND attname = 'text'"
         )
         compression = cursor.fetchone()[0]
     assert offered == accepted

@@ -109,7 +109,7 @@ def test_saving_a_sealed_snapshot_is_refused(sealed):
     _, snapshot_id = sealed
     before = snapshot_row(snapshot_id)
     snapshot = AnalysisSnapshot.objects.get(pk=snapshot_id)
-    snapshot.facts = '{"k":2}'
+    snapshot.content_hash = "f" * 64
     with pytest.raises(SealedSnapshotError):
         snapshot.save()
     assert snapshot_row(snapshot_id) == before
@@ -122,7 +122,7 @@ def test_a_copy_loaded_before_the_seal_cannot_overwrite_or_delete_it(db, control
     stale = AnalysisSnapshot.objects.get(pk=snapshot_id)
     assert control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="b" * 64)
     before = snapshot_row(snapshot_id)
-    stale.facts = '{"tampered":true}'
+    stale.content_hash = "f" * 64
     with pytest.raises(SealedSnapshotError):
         stale.save()
     with pytest.raises((SealedSnapshotError, ProtectedError)):

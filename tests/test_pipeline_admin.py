@@ -5,6 +5,7 @@ from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.urls import reverse
 
+from analysis_jobs.documents import DocumentStore, cut
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from analysis_jobs.pipeline import canonical_json, content_hash
 
@@ -12,8 +13,9 @@ from analysis_jobs.pipeline import canonical_json, content_hash
 def sealed_snapshot(now, owner, facts):
     snapshot = AnalysisSnapshot.objects.create(created_at=now)
     AnalysisSnapshot.objects.filter(pk=snapshot.pk).update(
-        state=SnapshotState.SEALED, facts=facts, content_hash=content_hash(facts), sealed_at=now
+        state=SnapshotState.SEALED, size=len(facts.encode()), content_hash=content_hash(facts), sealed_at=now
     )
+    DocumentStore().write(snapshot.pk, cut(facts))
     AnalysisJob.objects.create(
         source="/src", owner=owner, status=JobStatus.COMPLETED, snapshot=snapshot, created_at=now, updated_at=now,
         completed_at=now, progress=100,

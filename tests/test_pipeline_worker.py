@@ -63,7 +63,7 @@ def test_a_directory_whose_unread_file_changed_size_is_analysed_again(db, contro
     first.refresh_from_db()
     second.refresh_from_db()
     assert second.snapshot_id != first.snapshot_id
-    assert '"size":300' in second.snapshot.facts and '"size":200' in first.snapshot.facts
+    assert '"size":300' in second.snapshot.read_facts() and '"size":200' in first.snapshot.read_facts()
 
 
 def test_a_syntax_error_is_a_diagnostic_and_the_job_completes(db, control_plane, run_job, tmp_path):
@@ -71,7 +71,7 @@ def test_a_syntax_error_is_a_diagnostic_and_the_job_completes(db, control_plane,
     job, _ = control_plane.enqueue(str(root))
     assert run_job() is JobOutcome.COMPLETED
     job.refresh_from_db()
-    assert '"diag:parse-error:bad.py"' in job.snapshot.facts
+    assert '"diag:parse-error:bad.py"' in job.snapshot.read_facts()
 
 
 def test_a_source_over_budget_fails_at_once_with_resource_exceeded(db, control_plane, run_job, tmp_path):
@@ -105,7 +105,7 @@ def test_enqueue_records_the_commit_and_the_worker_reads_that_commit_even_after_
     commit_tree(root)  # HEAD moves on before a worker picks the job up
     assert run_job() is JobOutcome.COMPLETED
     job.refresh_from_db()
-    assert '"dep:pypi:httpx"' in job.snapshot.facts and '"dep:pypi:django"' not in job.snapshot.facts
+    assert '"dep:pypi:httpx"' in job.snapshot.read_facts() and '"dep:pypi:django"' not in job.snapshot.read_facts()
     assert job.snapshot.identity == identity_for_revision(str(root), second)
 
 
@@ -204,7 +204,7 @@ def test_a_directory_file_left_alone_is_not_read_again_by_the_next_analysis(db, 
     assert (analyses[1]["read"], analyses[1]["remembered"], analyses[1]["parsed"]) == (1, 1, 1)  # b.py alone
     assert StatDigest.objects.count() == 3
     job = AnalysisJob.objects.latest("pk")
-    assert "dep:pypi:json" not in job.snapshot.facts and '"std:py:json"' in job.snapshot.facts
+    assert "dep:pypi:json" not in job.snapshot.read_facts() and '"std:py:json"' in job.snapshot.read_facts()
 
 
 def test_complete_with_snapshot_is_guarded(db, control_plane, make_job, fake_clock):

@@ -59,7 +59,7 @@ def test_json_gives_the_summary_to_scripts(analysed):
 
 
 def test_facts_prints_the_canonical_document_byte_for_byte(analysed):
-    assert show(analysed.pk, "--facts") == analysed.snapshot.facts
+    assert show(analysed.pk, "--facts") == analysed.snapshot.read_facts()
 
 
 @pytest.mark.process
@@ -72,7 +72,7 @@ def test_facts_piped_to_a_hash_gives_the_graph_hash_whatever_the_terminal_encodi
     env = dict(worker_env, PYTHONIOENCODING="latin-1")  # a terminal that could not show the paths
     shown = subprocess.run([*manage_py, "show_analysis", str(job.pk), "--facts"], env=env, capture_output=True, check=True)
     snapshot = AnalysisJob.objects.get(pk=job.pk).snapshot
-    assert "\u65e5\u672c/caf\u00e9.py" in snapshot.facts
+    assert "\u65e5\u672c/caf\u00e9.py" in snapshot.read_facts()
     assert hashlib.sha256(shown.stdout).hexdigest() == snapshot.content_hash
 
 

@@ -102,14 +102,14 @@ def test_a_job_runs_its_stages_saving_progress_and_renewing_then_seals_and_compl
     assert (after["error_code"], after["lease_expires_at"], after["completed_at"]) == ("", None, fake_clock.now())
     snapshot = AnalysisSnapshot.objects.get(pk=after["snapshot_id"])
     assert snapshot.state == SnapshotState.SEALED
-    assert snapshot.facts == canonical_json(pipeline.document(AnalysisState(job.source, values={"ran": pipeline.ran})))
-    assert snapshot.content_hash == hashlib.sha256(snapshot.facts.encode()).hexdigest()
+    assert snapshot.read_facts() == canonical_json(pipeline.document(AnalysisState(job.source, values={"ran": pipeline.ran})))
+    assert snapshot.content_hash == hashlib.sha256(snapshot.read_facts().encode()).hexdigest()
 
 
 # A job with no stages costs the queue its claim, its seal and its completion: one statement each on PostgreSQL.
 # SQLite adds the claim's idle check and write transaction (7 statements in a test's savepoint) and runs the
-# seal's two updates in a transaction of their own (4).
-NO_STAGE_JOB_QUERIES = {"postgresql": 3, "sqlite": 12}
+# seal's two updates and its document's two inserts in a transaction of their own (6).
+NO_STAGE_JOB_QUERIES = {"postgresql": 3, "sqlite": 14}
 
 
 def test_a_job_with_no_stages_costs_its_claim_its_seal_and_its_completion(
@@ -147,8 +147,8 @@ def test_the_default_pipeline_inventories_a_real_directory(db, control_plane, wo
     assert worker_for().run(control_plane.claim_next("w1")) is JobOutcome.COMPLETED
     snapshot = AnalysisSnapshot.objects.get(pk=row(job.pk)["snapshot_id"])
     assert snapshot.state == SnapshotState.SEALED
-    assert "pkg/app.py" in snapshot.facts and "README.md" in snapshot.facts
-    assert snapshot.content_hash == hashlib.sha256(snapshot.facts.encode()).hexdigest()
+    assert "pkg/app.py" in snapshot.read_facts() and "README.md" in snapshot.read_facts()
+    assert snapshot.content_hash == hashlib.sha256(snapshot.read_facts().encode()).hexdigest()
 
 
 # -- failures --------------------------------------------------------------------------------------------------

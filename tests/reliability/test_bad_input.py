@@ -201,7 +201,7 @@ def test_awkward_files_do_not_fail_the_job_they_are_diagnosed(db, control_plane,
 
     job.refresh_from_db()
     assert job.status == JobStatus.COMPLETED, (job.error_code, job.error_message)
-    facts = job.snapshot.facts
+    facts = job.snapshot.read_facts()
     nodes = json.loads(facts)["nodes"]
     files = {e["path"]: n for n in nodes if n["kind"] == "file" for e in n["evidence"]}
     diagnostics = {(n["attrs"]["code"], e["path"]) for n in nodes if n["kind"] == "diagnostic" for e in n["evidence"]}

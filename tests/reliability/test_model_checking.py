@@ -279,9 +279,7 @@ class QueueMachine(RuleBasedStateMachine):
             return
         assert call()
         job.sealed, job.lease_expires_at = True, self.clock.now() + dt.timedelta(seconds=LEASE)
-        self.sealed_rows[held.snapshot_id] = tuple(AnalysisSnapshot.objects.filter(pk=held.snapshot_id).values_list(
-            "state", "facts", "content_hash", "identity", "sealed_at"
-        ).get())
+        self.sealed_rows[held.snapshot_id] = sealed_row(held.snapshot_id)
 
     def complete(self, held):
         lease, job = held.lease, self.jobs[held.lease.job_id]
@@ -392,8 +390,13 @@ class QueueMachine(RuleBasedStateMachine):
     @invariant()
     def sealed_snapshots_never_change(self):
         for pk, sealed in self.sealed_rows.items():
-            now = tuple(AnalysisSnapshot.objects.filter(pk=pk).values_list("state", "facts", "content_hash", "identity", "sealed_at").get())
-            assert now == sealed, pk
+            assert sealed_row(pk) == sealed, pk
+
+
+def sealed_row(pk):
+    """What a sealed snapshot holds: its row and its document."""
+    snapshot = AnalysisSnapshot.objects.get(pk=pk)
+    return (snapshot.state, snapshot.size, snapshot.content_hash, snapshot.identity, snapshot.sealed_at, snapshot.read_facts())
 
 
 def consumes_nothing():

@@ -65,7 +65,7 @@ def test_no_secret_or_password_reaches_a_log_or_a_message(workers, worker_env, m
         [*manage_py, "analysis_status", "--json"], env=dict(worker_env, **env), cwd=ROOT, capture_output=True, text=True
     )
     assert status.returncode == 0
-    facts = json.loads(job.snapshot.facts)
+    facts = json.loads(job.snapshot.read_facts())
     diagnostics = [node["attrs"] for node in facts["nodes"] if node["kind"] == "diagnostic"]
     assert len(diagnostics) >= 5, "the fixture no longer makes the parsers complain; the scan would prove little"
     scanned = {

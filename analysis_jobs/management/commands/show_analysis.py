@@ -31,9 +31,9 @@ class Command(OneShotCommand):
             detail = f": {job.error_code} {job.error_message}".rstrip() if job.error_code else ""
             raise CommandError(f"Job {job.pk} has no sealed snapshot (it is {job.status}{detail}).")
         if facts:
-            self._write_exactly(snapshot.facts)
+            self._write_exactly(snapshot.read_facts())
             return
-        document = json.loads(snapshot.facts)
+        document = json.loads(snapshot.read_facts())
         summary = document.get("summary") or {}
         found = diagnostics(document.get("nodes", ()))
         if as_json:
