@@ -24,7 +24,7 @@ def record(moment: dt.datetime, n: int, tag: str) -> None:
     """Record ``n`` facts, blob digests and file stamps at ``moment``, their keys made of ``tag``."""
     cache = FactsCache(time_ns=at(moment))
     shas = [f"{tag}{i:063x}" for i in range(n)]
-    cache.put_many({(sha, "python@1"): {"defs": []} for sha in shas})
+    cache.put_many({(sha, "python@1"): '{"defs":[]}' for sha in shas})
     cache.put_digests("git", {f"{tag}{i:039x}": Digest(1, sha, 1, False) for i, sha in enumerate(shas)})
     cache.put_digests("directory", {f"{tag}{i:063x}": Digest(1, sha, 1, False) for i, sha in enumerate(shas)})
 

@@ -244,7 +244,7 @@ def test_the_facts_cache_finds_every_key_of_a_look_up_larger_than_one_statement_
     cache = FactsCache()
     count = 3 * FactsCache.CHUNK + 7
     digests = {f"{n:040x}": Digest(n, f"{n:064x}", n, n % 3 == 0) for n in range(count)}
-    facts = {(f"{n:064x}", "python@1"): {"defs": [["function", f"f{n}", 1, 1]]} for n in range(0, count, 2)}
+    facts = {(f"{n:064x}", "python@1"): f'{{"defs":[["function","f{n}",1,1]]}}' for n in range(0, count, 2)}
     cache.put_digests(kind, digests)
     cache.put_digests(kind, {f"{0:040x}": Digest(7, "e" * 64, 7, False)})  # recorded already: left as it was
     assert table.objects.count() == count

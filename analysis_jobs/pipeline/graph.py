@@ -79,6 +79,23 @@ class GraphBuilder:
         if evidence is not None:
             found[1].add(evidence if evidence[0].isascii() else (nfc(evidence[0]), *evidence[1:]))
 
+    def absorb(self, other: "GraphBuilder") -> None:
+        """Merge ``other``'s facts into these, as if they had been reported here after everything else."""
+        for node_id, (kind, attrs, evidence) in other._nodes.items():
+            found = self._nodes.get(node_id)
+            if found is None:
+                self._nodes[node_id] = (kind, attrs, evidence)
+                continue
+            for key, value in attrs.items():
+                found[1].setdefault(key, value)
+            found[2].update(evidence)
+        for key, (attrs, evidence) in other._edges.items():
+            found = self._edges.get(key)
+            if found is None:
+                self._edges[key] = (attrs, evidence)
+            else:
+                found[1].update(evidence)
+
     def build(self) -> tuple[list, list]:
         """Return ``(nodes, edges)`` in their canonical order."""
         # Sorted by key alone: the keys are unique, and comparing (key, value) pairs costs three times as much.

@@ -24,11 +24,14 @@ import time
 from dataclasses import dataclass
 from itertools import islice
 
+import orjson
+
 from ..exceptions import ResourceExceeded
 from .base import AnalysisState, Check, SnapshotReused, Stage
 from .config import PipelineConfig
 from .extractors import extractor_for, extractor_versions, run_extractor
-from .link import FileRecord, Linker
+from .link import Linker
+from .records import FileRecord
 from .sources import Exclusions, GitSource, open_source, resolve_revision
 from .summary import summarise
 
@@ -117,15 +120,16 @@ class FactsCache:
     def _now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self.time_ns() / 1e9, dt.UTC)
 
-    def get_many(self, keys: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:
+    def get_many(self, keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """Return the cached facts (JSON text) of each of ``keys`` that has them."""
         from ..models import FileFacts
 
         sql = f"SELECT sha256, extractor, facts FROM {FileFacts._meta.db_table} WHERE sha256 IN ({{}})"
         rows = self._select(sql, {sha for sha, _ in keys})
-        return {(sha, key): json.loads(facts) for sha, key, facts in rows if (sha, key) in keys}
+        return {(sha, key): facts for sha, key, facts in rows if (sha, key) in keys}
 
-    def get_digests(self, kind: str, stamps: list[str]) -> tuple[dict[str, Digest], dict[tuple[str, str], dict]]:
-        """Return the digests of the files among ``stamps`` read before, and all the cached facts of their contents.
+    def get_digests(self, kind: str, stamps: list[str]) -> tuple[dict[str, Digest], dict[tuple[str, str], str]]:
+        """Return the digests of the files among ``stamps`` read before, and all the cached facts (JSON text) of their contents.
 
         ``kind`` is the source's: a git blob's stamp is its object id, a directory file's its stat stamp.
         """
@@ -140,18 +144,16 @@ class FactsCache:
         for stamp, size, sha256, lines, binary, extractor, text in self._select(sql, set(stamps)):
             digests[stamp] = Digest(size, sha256, lines, bool(binary))
             if extractor is not None:
-                facts[(sha256, extractor)] = json.loads(text)
+                facts[(sha256, extractor)] = text
         return digests, facts
 
-    def put_many(self, facts: dict[tuple[str, str], dict]) -> None:
+    def put_many(self, facts: dict[tuple[str, str], str]) -> None:
+        """Record the facts (JSON text) of each key; a key recorded already is left as it is."""
         if facts:
             from ..models import FileFacts
 
             now = self._now()
-            rows = [
-                FileFacts(sha256=sha, extractor=key, facts=json.dumps(value, sort_keys=True, separators=(",", ":")), recorded_at=now)
-                for (sha, key), value in facts.items()
-            ]
+            rows = [FileFacts(sha256=sha, extractor=key, facts=text, recorded_at=now) for (sha, key), text in facts.items()]
             FileFacts.objects.using(self.using).bulk_create(rows, ignore_conflicts=True, batch_size=500)
 
     def put_digests(self, kind: str, digests: dict[str, Digest]) -> None:
@@ -235,20 +237,28 @@ class MemoryFactsCache:
         self.digests: dict[str, Digest] = {}  # by stamp, of either kind: a blob id and a stat stamp never meet
 
     def get_many(self, keys):
-        return {key: json.loads(self.entries[key]) for key in keys if key in self.entries}
+        return {key: self.entries[key] for key in keys if key in self.entries}
 
     def put_many(self, facts):
-        for key, value in facts.items():
-            self.entries.setdefault(key, json.dumps(value, sort_keys=True, separators=(",", ":")))
+        for key, text in facts.items():
+            self.entries.setdefault(key, text)
 
     def get_digests(self, kind, stamps):
         digests = {stamp: self.digests[stamp] for stamp in stamps if stamp in self.digests}
         contents = {digest.sha256 for digest in digests.values()}
-        return digests, {key: json.loads(text) for key, text in self.entries.items() if key[0] in contents}
+        return digests, {key: text for key, text in self.entries.items() if key[0] in contents}
 
     def put_digests(self, kind, digests):
         for stamp, digest in digests.items():
             self.digests.setdefault(stamp, digest)
+
+
+def facts_text(facts: dict) -> str:
+    """Return an extractor's facts as the JSON text that is cached and kept on a record."""
+    try:
+        return orjson.dumps(facts, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:  # an integer past 64 bits, a lone surrogate: the reference encoder takes them
+        return json.dumps(facts, sort_keys=True, separators=(",", ":"))
 
 
 def _facts_known(extractor, digest: Digest, known: dict) -> bool:
@@ -431,7 +441,7 @@ class RepositoryPipeline:
             if facts is None:
                 check()
                 self._within_time(state)
-                facts = found[key] = run_extractor(extractor, contents[entry.path])
+                facts = found[key] = facts_text(run_extractor(extractor, contents[entry.path]))
                 stats["parsed"] += 1
             else:
                 stats["cached"] += 1

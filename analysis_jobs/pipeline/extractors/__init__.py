@@ -19,10 +19,13 @@ from .manifests import (
 )
 from .python import PYTHON
 
-ALL = (
-    PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, REQUIREMENTS, PYPROJECT, SETUP_CFG, PIPFILE, PIPFILE_LOCK, POETRY_LOCK,
-    UV_LOCK, PACKAGE_JSON, PACKAGE_LOCK, YARN_LOCK, PNPM_LOCK, DOCKERFILE, COMPOSE, TERRAFORM,
+# The manifests and lockfiles: their facts are ``declared`` and ``locked`` rows, which the linker reads before
+# any file is linked (what a project declares decides what its imports resolve to).
+MANIFESTS = (
+    REQUIREMENTS, PYPROJECT, SETUP_CFG, PIPFILE, PIPFILE_LOCK, POETRY_LOCK, UV_LOCK, PACKAGE_JSON, PACKAGE_LOCK,
+    YARN_LOCK, PNPM_LOCK,
 )
+ALL = (PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, *MANIFESTS, DOCKERFILE, COMPOSE, TERRAFORM)
 
 BY_NAME = {
     "pyproject.toml": PYPROJECT,

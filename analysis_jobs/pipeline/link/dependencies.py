@@ -1,0 +1,61 @@
+"""Declared and locked dependencies: a ``declares``/``locks`` edge per manifest row, a node per dependency."""
+
+import re
+
+from ..extractors import MANIFESTS
+from .family import Family, evidence, extractor_name
+
+_DEV_WORDS = re.compile(r"(^|[^a-z])(dev|test|tests|testing|lint|docs?|ci|bench)([^a-z]|$)")
+_MANIFEST_NAMES = frozenset(extractor.name for extractor in MANIFESTS)
+
+
+def requirements_scope(path: str) -> str:
+    """Return the scope a requirements file's path gives its rows (``requirements-dev.txt``: dev)."""
+    return "dev" if _DEV_WORDS.search(path.lower()) else "main"
+
+
+class Dependencies(Family):
+    """A dependency is direct when a manifest declares it or a lockfile's root depends on it, transitive when only locked.
+
+    ``imported`` is filled by the families that resolve imports to a dependency, so that an import of something
+    neither declared nor locked still gets a node (an undeclared dependency).
+    """
+
+    def __init__(self, linker):
+        super().__init__(linker)
+        self.declared: set[str] = set()
+        self.direct: set[str] = set()
+        self.locked: set[str] = set()
+        self.imported: set[str] = set()
+
+    def reads(self, record):
+        return extractor_name(record) in _MANIFEST_NAMES
+
+    def learn(self, record, facts):
+        for ecosystem, name, _spec, _scope, _line in facts.get("declared", ()):
+            self.declared.add(f"dep:{ecosystem}:{name}")
+        for ecosystem, name, _version, _line, direct in facts.get("locked", ()):
+            self.locked.add(f"dep:{ecosystem}:{name}")
+            if direct:
+                self.direct.add(f"dep:{ecosystem}:{name}")
+
+    def emit(self, record, facts, graph):
+        file_id = f"file:{record.path}"
+        for ecosystem, name, spec, scope, line in facts.get("declared", ()):
+            if extractor_name(record) == "requirements":
+                scope = requirements_scope(record.path)
+            graph.edge(file_id, "declares", f"dep:{ecosystem}:{name}", {"spec": spec, "scope": scope}, evidence(record, line))
+        for ecosystem, name, version, line, _direct in facts.get("locked", ()):
+            graph.edge(file_id, "locks", f"dep:{ecosystem}:{name}", {"version": version}, evidence(record, line))
+
+    def finish(self, graph):
+        for dependency in sorted(self.declared | self.locked | self.imported):
+            _, ecosystem, name = dependency.split(":", 2)
+            declared = dependency in self.declared
+            graph.node(dependency, "dependency", {
+                "ecosystem": ecosystem,
+                "name": name,
+                "declared": declared,
+                "locked": dependency in self.locked,
+                "direct": declared or dependency in self.direct,
+            })

@@ -1,0 +1,54 @@
+"""What every family of the linker is, and the pieces several families share."""
+
+from typing import TYPE_CHECKING
+
+from ..extractors import INVENTORY_VERSION
+from ..graph import GraphBuilder
+from ..records import FileRecord
+
+if TYPE_CHECKING:
+    from . import Linker
+
+INVENTORY = f"inventory@{INVENTORY_VERSION}"  # the extractor named by the facts the pipeline records itself
+
+
+class Family:
+    """One kind of fact's linking. Every hook is optional: the defaults read nothing and emit nothing."""
+
+    def __init__(self, linker: "Linker"):
+        self.linker = linker
+
+    def reads(self, record: FileRecord) -> bool:
+        """Return whether ``learn`` must see this file's facts."""
+        return False
+
+    def learn(self, record: FileRecord, facts: dict) -> None:
+        """Take in what the whole listing must tell before any file is emitted."""
+
+    def learned(self) -> None:
+        """Conclude from everything learnt (called once, after the last ``learn``)."""
+
+    def emit(self, record: FileRecord, facts: dict, graph: GraphBuilder) -> None:
+        """Add this file's nodes and edges to ``graph``."""
+
+    def finish(self, graph: GraphBuilder) -> None:
+        """Add what needs every file, after the last one was emitted."""
+
+
+def extractor_name(record: FileRecord) -> str:
+    return record.extractor.partition("@")[0]
+
+
+def evidence(record: FileRecord, first: int, last: int | None = None) -> tuple:
+    return (record.path, first, first if last is None else last, record.extractor)
+
+
+def whole_file(record: FileRecord) -> tuple:
+    return (record.path, 1, max(1, record.lines), record.extractor)
+
+
+def service_calls(graph: GraphBuilder, module_id: str, record: FileRecord, facts: dict) -> None:
+    """Add a ``calls`` edge from ``module_id`` to a ``svc:`` node for each outbound HTTP call the file makes."""
+    for client, method, host, url, line in facts.get("calls", ()):
+        service = graph.node(f"svc:{host}", "service", {"host": host})
+        graph.edge(module_id, "calls", service, {"client": client, "method": method, "url": url}, evidence(record, line))
