@@ -27,7 +27,9 @@ completion) are written out as SQL in ``statements.py``; everything else goes th
 
 import datetime as dt
 import enum
+import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -38,7 +40,7 @@ from django.db.models import F, Q
 from . import statements
 from .clock import Clock, SystemClock
 from .decisions import Fail, Requeue
-from .documents import DocumentStore, cut, new_chunks
+from .documents import Chunk, ChunkWriter, DocumentStore, StoredDocument
 from .exceptions import CancelRefused
 from .models import ACTIVE_STATUSES, SEALED_STAGE, AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from .notifications import send_wakeup
@@ -498,36 +500,60 @@ class DatabaseControlPlane:
             return None
         return snapshot.pk
 
-    def seal(self, lease: JobLease, *, snapshot_id: int, facts: str, content_hash: str, identity: str = "") -> bool:
-        """Seal the attempt's snapshot with the document ``facts`` (commit one of two); False if the lease is gone or cancellation won.
+    # Bytes of new chunks stored per statement while a document is written: enough to keep round trips few, few
+    # enough that a document of hundreds of MB is never held whole.
+    DOCUMENT_BATCH_BYTES = 4 * 1024 * 1024
+
+    def store_document(self, lease: JobLease, pieces: Iterable[bytes]) -> StoredDocument | None:
+        """Store the chunks of the document ``pieces`` make (canonical JSON, in order) for this attempt's seal.
+
+        The chunks are cut and stored as the pieces come, a batch at a time, each batch written only while this
+        worker owns the job and no cancellation was accepted; a chunk stored already (by any snapshot) is not
+        sent again. Returns what the seal needs, or None if the guard failed (nothing more is written; what was
+        stored before is listed by no snapshot, and pruned). Storing lists nothing: only the seal does.
+        """
+        store, writer, pending, size = DocumentStore(self.using), ChunkWriter(), [], 0
+        for piece in pieces:
+            for chunk in writer.write(piece):
+                pending.append(chunk)
+                size += len(chunk.text)
+            if size >= self.DOCUMENT_BATCH_BYTES:
+                if not self._store_chunks(store, lease, pending):
+                    return None
+                pending, size = [], 0
+        last, document = writer.finish()
+        if not self._store_chunks(store, lease, pending + last):
+            return None
+        return document
+
+    def _store_chunks(self, store: DocumentStore, lease: JobLease, chunks: list[Chunk]) -> bool:
+        stored = store.stored(chunk.digest for chunk in chunks)
+        new = [chunk for chunk in chunks if chunk.digest not in stored]
+        return not new or store.put_chunks(new, self.clock.now(), guard=statements.OWNS, params=self._owner(lease))
+
+    def seal(self, lease: JobLease, *, snapshot_id: int, document: StoredDocument, identity: str = "",
+             summary: dict | None = None) -> bool:
+        """Seal the attempt's snapshot with the stored ``document`` (commit one of two); False if the lease is gone or cancellation won.
 
         The job's guard (with the cancellation guard, and ``snapshot_id`` still the job's building snapshot) is
-        taken in the same transaction as the snapshot's update and its document's chunks, so a job that another
-        worker reclaimed or a user cancelled never gets a sealed snapshot from this worker. PostgreSQL does it
-        all in one statement. A document of several chunks first looks up which are stored already (outside the
-        transaction, so the job's row stays locked for as short a time as can be) and sends only the others.
+        taken in the same transaction as the snapshot's update and its document's list of chunks, so a job that
+        another worker reclaimed or a user cancelled never gets a sealed snapshot from this worker. PostgreSQL
+        does it all in one statement. ``summary`` is kept beside the document, to be shown without reading it.
         """
         now = self.clock.now()
-        store = DocumentStore(self.using)
-        chunks = cut(facts)
-        stored = store.stored(chunks) if len(chunks) > 1 else set()
         params = {
             **self._owner(lease), "snapshot_id": snapshot_id, "expires": now + dt.timedelta(seconds=self.lease_seconds),
-            "now": now, "size": len(facts.encode()), "content_hash": content_hash, "identity": identity,
+            "now": now, "size": document.size, "content_hash": document.content_hash, "identity": identity,
+            "summary": None if summary is None else json.dumps(summary, sort_keys=True),
         }
         if connections[self.using].vendor == "postgresql":
-            new = new_chunks(chunks, stored)
-            params |= {
-                "digests": [chunk.digest for chunk in chunks],
-                "new_digests": [chunk.digest for chunk in new], "new_texts": [chunk.text for chunk in new],
-            }
-            sealed = self._execute(statements.SEAL, params) == 1
+            sealed = self._execute(statements.SEAL, {**params, "digests": list(document.digests)}) == 1
         else:
             with transaction.atomic(using=self.using):
                 sealed = self._execute(statements.SEAL_JOB, params) == 1
                 sealed = sealed and self._execute(statements.SEAL_SNAPSHOT, params) == 1
                 if sealed:
-                    store.write(snapshot_id, chunks, stored)
+                    DocumentStore(self.using).put_list(snapshot_id, document.digests)
                 else:
                     transaction.set_rollback(True, using=self.using)
         if sealed:

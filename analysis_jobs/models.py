@@ -57,6 +57,8 @@ class AnalysisSnapshot(models.Model):
     failure_code = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField()
     sealed_at = models.DateTimeField(null=True, blank=True)
+    # The document's ``summary``, kept beside it so that showing a snapshot never reads a document of many MB.
+    summary = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -85,6 +87,12 @@ class AnalysisSnapshot(models.Model):
 
         return DocumentStore(self._state.db or "default").read(self.pk)
 
+    def iter_facts(self):
+        """Yield the canonical JSON document a chunk at a time (nothing unless sealed)."""
+        from .documents import DocumentStore
+
+        return DocumentStore(self._state.db or "default").iter(self.pk)
+
 
 class DocumentChunk(models.Model):
     """A piece of sealed documents' text, stored once however many snapshots hold it (see ``documents.py``)."""
@@ -92,6 +100,8 @@ class DocumentChunk(models.Model):
     digest = models.CharField(max_length=64, primary_key=True, help_text="SHA-256 of the text's UTF-8 bytes.")
     # Text, not jsonb: a chunk is a slice of canonical JSON, byte for byte, and seldom JSON on its own.
     text = models.TextField()
+    # A chunk that no sealed snapshot lists (its seal was refused, or never came) is pruned once this is old enough.
+    recorded_at = models.DateTimeField(help_text="When an analysis last stored the chunk.")
 
     def __str__(self):
         return f"chunk {self.digest[:12]}"

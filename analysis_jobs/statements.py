@@ -20,11 +20,10 @@ import datetime as dt
 import psycopg
 from django.db import connections
 
-from .models import SEALED_STAGE, AnalysisJob, AnalysisSnapshot, DocumentChunk, SnapshotChunk
+from .models import SEALED_STAGE, AnalysisJob, AnalysisSnapshot, SnapshotChunk
 
 JOBS = AnalysisJob._meta.db_table
 SNAPSHOTS = AnalysisSnapshot._meta.db_table
-CHUNKS = DocumentChunk._meta.db_table
 PARTS = SnapshotChunk._meta.db_table
 
 # Ownership, as every write of the owner proves it: this attempt of this job is running under this worker.
@@ -75,37 +74,37 @@ SEAL_JOB = f"""
 """
 
 
-def _seal_snapshot(snapshot_id: str) -> str:
+def _seal_snapshot(snapshot_id: str, summary: str) -> str:
     return f"""
         UPDATE {SNAPSHOTS} SET state = 'sealed', size = %(size)s, content_hash = %(content_hash)s,
-            identity = %(identity)s, sealed_at = %(now)s
+            identity = %(identity)s, sealed_at = %(now)s, summary = {summary}
         WHERE id = {snapshot_id} AND state = 'building'
     """
 
 
-# The seal's second half: seal building snapshot snapshot_id (size, content_hash, identity, now). Its document's
-# chunks are written in the same transaction (``DocumentStore.write``).
-SEAL_SNAPSHOT = _seal_snapshot("%(snapshot_id)s")
+# The seal's second half: seal building snapshot snapshot_id (size, content_hash, identity, summary as JSON text,
+# now). Its document's list of chunks is written in the same transaction (``DocumentStore.put_list``).
+SEAL_SNAPSHOT = _seal_snapshot("%(snapshot_id)s", "%(summary)s")
 
-# Both halves as one statement (PostgreSQL), with the document's chunks, the snapshot sealed only if the job's
-# guard held. Only the job's owner writes its building snapshot, so once the guard has held (and the job's row is
-# locked) the snapshot is still building and the second update matches too: both rows change or neither does,
-# and the chunks are written only with them. ``new_digests`` and ``new_texts`` are the chunks not stored yet, in
-# digest order (``documents.new_chunks``); ``digests`` lists the document's chunks in order. Returns the snapshot's id.
+# Both halves as one statement (PostgreSQL), with the document's list of chunks, the snapshot sealed only if the
+# job's guard held. Only the job's owner writes its building snapshot, so once the guard has held (and the job's
+# row is locked) the snapshot is still building and the second update matches too: both rows change or neither
+# does, and the list is written only with them. ``digests`` lists the document's chunks in order; the chunks
+# themselves were stored before, by the owner (``OWNS``). Returns the snapshot's id.
 SEAL = f"""
     WITH job AS ({SEAL_JOB} RETURNING snapshot_id),
-    snapshot AS ({_seal_snapshot("(SELECT snapshot_id FROM job)")} RETURNING id),
-    chunk AS (
-        INSERT INTO {CHUNKS} (digest, text)
-        SELECT new.digest, new.text FROM snapshot, unnest(%(new_digests)s::text[], %(new_texts)s::text[]) AS new (digest, text)
-        ON CONFLICT DO NOTHING
-    ), part AS (
+    snapshot AS ({_seal_snapshot("(SELECT snapshot_id FROM job)", "%(summary)s::jsonb")} RETURNING id),
+    part AS (
         INSERT INTO {PARTS} (snapshot_id, position, chunk_id)
         SELECT snapshot.id, part.position - 1, part.digest
         FROM snapshot, unnest(%(digests)s::text[]) WITH ORDINALITY AS part (digest, position)
     )
     SELECT id FROM snapshot
 """
+
+# The condition under which the owner may store its document's chunks before the seal: it still owns the job,
+# and no cancellation was accepted (the seal would be refused). Parameters: the owner's.
+OWNS = f"EXISTS (SELECT 1 FROM {JOBS} WHERE {OWNED} AND NOT cancel_requested)"
 
 # Complete the owned job whose snapshot was sealed under this lease (commit two of two). Parameters: the
 # owner's, now. No cancellation guard: a sealed snapshot wins over a cancellation that came after it.

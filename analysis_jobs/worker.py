@@ -21,6 +21,7 @@ import gc
 import logging
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -34,7 +35,7 @@ from .control_plane import DatabaseControlPlane, JobLease, is_database_unavailab
 from .decisions import Fail, decide_failure
 from .exceptions import JobCancelled, LeaseLost
 from .models import AnalysisJob, JobStatus
-from .pipeline import AnalysisState, Pipeline, SnapshotReused, canonical_json, content_hash, default_pipeline
+from .pipeline import AnalysisState, Pipeline, SnapshotReused, canonical_json, default_pipeline
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +184,18 @@ class Heartbeat:
             return None
 
 
+def _pieces(document) -> Iterable[bytes]:
+    """Return a pipeline's document as canonical JSON pieces: a dict is encoded whole, pieces pass as they are."""
+    return (canonical_json(document).encode(),) if isinstance(document, dict) else document
+
+
+def _checked(pieces: Iterable[bytes], flags: "_Flags") -> Iterator[bytes]:
+    """Yield ``pieces``, stopping the attempt between two of them if it must stop (cancelled, lease lost)."""
+    for piece in pieces:
+        flags.check()
+        yield piece
+
+
 def configured_pipeline() -> Pipeline:
     """Return the pipeline the ``PIPELINE`` setting names (a dotted path to a factory), else the default one."""
     path = settings.ANALYSIS_JOBS.get("PIPELINE")
@@ -285,10 +298,15 @@ class AnalysisWorker:
                 self._boundary(lease, flags, stage.name, progress=90 * index // max(1, len(stages)))
                 stage.run(state, flags.check)
                 faults.checkpoint(f"after-stage:{stage.name}")
-            facts = canonical_json(self.pipeline.document(state))
-            digest = content_hash(facts)
+            document = self.pipeline.document(state)
+            summary = document.get("summary") if isinstance(document, dict) else None
+            stored = cp.store_document(lease, _checked(_pieces(document), flags))
+            if stored is None:
+                self._raise_for_lost_or_cancelled(lease)
+            if summary is None:
+                summary = getattr(self.pipeline, "summary", lambda state: None)(state)
             flags.check()  # the seal's own guard renews the lease and refuses a cancelled job
-            if not cp.seal(lease, snapshot_id=snapshot_id, facts=facts, content_hash=digest, identity=self.pipeline.identity(state)):
+            if not cp.seal(lease, snapshot_id=snapshot_id, document=stored, identity=self.pipeline.identity(state), summary=summary):
                 self._raise_for_lost_or_cancelled(lease)
             faults.checkpoint("after-seal")
             if not cp.complete(lease):

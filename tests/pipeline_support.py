@@ -1,5 +1,6 @@
 """Helpers for the pipeline tests: run the real pipeline on a tree without a database, write fixture trees."""
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -14,8 +15,9 @@ DEFAULT_EXCLUDE = (".git/", "node_modules/", ".venv/", "venv/", "__pycache__/", 
 class Result:
     def __init__(self, state, pipeline):
         self.state = state
-        self.document = pipeline.document(state)
-        self.text = canonical_json(self.document)
+        self.text = b"".join(pipeline.document(state)).decode()
+        self.document = json.loads(self.text)
+        assert canonical_json(self.document) == self.text  # written in pieces, the same bytes as written whole
         self.hash = content_hash(self.text)
         self.identity = pipeline.identity(state)
         self.stats = state.values["stats"]

@@ -4,11 +4,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from analysis_jobs.documents import DocumentStore, cut
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from analysis_jobs.pipeline import content_hash
 from analysis_jobs.pipeline.repository import identity_for_revision
 from tests.conftest import commit_all
+from tests.documents_support import put_document
 
 CHANGELIST = "admin:analysis_jobs_analysisjob_changelist"
 
@@ -61,7 +61,7 @@ def test_retry_of_a_commit_analysed_since_completes_at_once(admin_client, fake_c
     AnalysisSnapshot.objects.filter(pk=sealed.pk).update(
         state=SnapshotState.SEALED, size=len(facts.encode()), content_hash=content_hash(facts), sealed_at=now
     )
-    DocumentStore().write(sealed.pk, cut(facts))
+    put_document(sealed.pk, facts)
     _post(admin_client, "retry", failed)
     again = AnalysisJob.objects.exclude(pk=failed.pk).get()
     assert (again.status, again.snapshot_id, again.commit) == (JobStatus.COMPLETED, sealed.pk, failed.commit)

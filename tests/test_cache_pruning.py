@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from analysis_jobs.models import BlobDigest, FileFacts, StatDigest
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
 from analysis_jobs.pipeline.repository import Digest, FactsCache
-from analysis_jobs.pipeline.canonical import canonical_json, content_hash
+from analysis_jobs.pipeline.canonical import content_hash
 from tests.pipeline_support import write_tree
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
@@ -63,9 +63,10 @@ def test_a_pruned_cache_costs_a_read_and_a_parse_never_a_different_result(db, tm
 
     def analyse(moment):
         state = AnalysisState(source=str(root))
-        for stage in RepositoryPipeline(reuse=False, time_ns=at(moment)).stages:
+        pipeline = RepositoryPipeline(reuse=False, time_ns=at(moment))
+        for stage in pipeline.stages:
             stage.run(state, lambda: None)
-        return state.values["stats"], content_hash(canonical_json(state.values["document"]))
+        return state.values["stats"], content_hash(b"".join(pipeline.document(state)).decode())
 
     first, digest = analyse(settled)
     assert StatDigest.objects.count() == 3 and FileFacts.objects.count() == 2  # the README has no extractor
@@ -85,9 +86,9 @@ def test_the_command_prunes_by_age_in_days_and_says_what_it_did(db):
         call_command("prune_analysis_cache", *args, stdout=out)
         return out.getvalue()
 
-    assert run("--older-than", "7", "--dry-run").startswith("would prune 2 file facts, 2 blob digests, 2 file stamps recorded before ")
+    assert run("--older-than", "7", "--dry-run").startswith("would prune 2 file facts, 2 blob digests, 2 file stamps, 0 unlisted document chunks recorded before ")
     assert all(len(keys) == 3 for keys in tables().values())
-    assert run("--older-than", "7").startswith("pruned 2 file facts, 2 blob digests, 2 file stamps recorded before ")
+    assert run("--older-than", "7").startswith("pruned 2 file facts, 2 blob digests, 2 file stamps, 0 unlisted document chunks recorded before ")
     assert run().startswith("pruned 0 file facts, 0 blob digests, 0 file stamps")  # the default keeps 30 days
     assert all(len(keys) == 1 for keys in tables().values())
     assert run("--older-than", "0").startswith("pruned 1 file facts, 1 blob digests, 1 file stamps")

@@ -7,6 +7,7 @@ before either reaches the compare-and-swap, a renewal is landed between a scan a
 at a ``threading.Barrier``.
 """
 
+import hashlib
 import datetime as dt
 import threading
 
@@ -30,6 +31,8 @@ from analysis_jobs.decisions import FAILED_CODE, Fail, Requeue
 from analysis_jobs.exceptions import CancelRefused
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from tests.racing import RacingControlPlane
+from tests.documents_support import stored_document
+from analysis_jobs.pipeline import content_hash
 
 LEASE = 30  # seconds; the ``control_plane`` fixture's lease
 
@@ -54,7 +57,7 @@ def every_owner_write(cp, lease, snapshot_id=None):
         "renew": cp.renew(lease, stage="late", progress=50).outcome,
         "update_owned": cp.update_owned(lease, stage="late", progress=50),
         "begin_snapshot": cp.begin_snapshot(lease),
-        "seal": cp.seal(lease, snapshot_id=snapshot_id or 0, facts="{}", content_hash="0" * 64),
+        "seal": cp.seal(lease, snapshot_id=snapshot_id or 0, document=stored_document("{}")),
         "complete": cp.complete(lease),
         "finish_cancelled": cp.finish_cancelled(lease),
         "apply_failure(requeue)": cp.apply_failure(lease, Requeue(at=cp.clock.now(), code=FAILED_CODE, message="late")),
@@ -170,7 +173,7 @@ def test_postgresql_prepares_the_claim_the_seal_and_the_completion_once_per_conn
     for _ in range(6):
         make_job()
         lease = control_plane.claim_next("w1")
-        assert control_plane.seal(lease, snapshot_id=lease.snapshot_id, facts="{}", content_hash="0" * 64)
+        assert control_plane.seal(lease, snapshot_id=lease.snapshot_id, document=stored_document("{}"))
         assert control_plane.complete(lease)
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement FROM pg_prepared_statements")
@@ -460,7 +463,7 @@ def _finish(cp, make_job, fake_clock, status):
     lease = cp.claim_next("w1")
     snapshot_id = lease.snapshot_id
     if status == JobStatus.COMPLETED:
-        assert cp.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="a" * 64)
+        assert cp.seal(lease, snapshot_id=snapshot_id, document=stored_document("{}"))
         assert cp.complete(lease)
     elif status == JobStatus.FAILED:
         assert cp.apply_failure(lease, Fail(code=FAILED_CODE, message="boom"))
@@ -533,7 +536,7 @@ def test_a_second_snapshot_after_the_seal_is_refused_and_the_sealed_one_stays(db
     finished the job on an empty building one."""
     make_job()
     lease = control_plane.claim_next("w1")
-    assert control_plane.seal(lease, snapshot_id=lease.snapshot_id, facts="{}", content_hash="c" * 64)
+    assert control_plane.seal(lease, snapshot_id=lease.snapshot_id, document=stored_document("{}"))
     assert control_plane.begin_snapshot(lease) is None
     assert row(lease.job_id)["snapshot_id"] == lease.snapshot_id
     assert control_plane.complete(lease)
@@ -547,10 +550,10 @@ def test_seal_then_complete_finishes_the_job(db, control_plane, make_job, fake_c
     snapshot_id = lease.snapshot_id
     assert row(lease.job_id)["snapshot_id"] == snapshot_id
     assert not control_plane.complete(lease)  # nothing sealed yet
-    assert control_plane.seal(lease, snapshot_id=snapshot_id, facts='{"a":1}', content_hash="b" * 64, identity="id1")
+    assert control_plane.seal(lease, snapshot_id=snapshot_id, document=stored_document('{"a":1}'), identity="id1")
     snapshot = AnalysisSnapshot.objects.get(pk=snapshot_id)
     assert (snapshot.state, snapshot.read_facts(), snapshot.content_hash, snapshot.identity) == (
-        SnapshotState.SEALED, '{"a":1}', "b" * 64, "id1",
+        SnapshotState.SEALED, '{"a":1}', content_hash('{"a":1}'), "id1",
     )
     assert snapshot.sealed_at == fake_clock.now()
     assert control_plane.complete(lease)
@@ -565,7 +568,7 @@ def test_seal_refuses_a_snapshot_that_is_not_the_jobs_own_and_seals_neither(db, 
     make_job()
     make_job()
     first, second = control_plane.claim_next("w1"), control_plane.claim_next("w1")
-    assert not control_plane.seal(first, snapshot_id=second.snapshot_id, facts="{}", content_hash="e" * 64)
+    assert not control_plane.seal(first, snapshot_id=second.snapshot_id, document=stored_document("{}"))
     assert row(first.job_id)["stage"] == ""
     assert set(AnalysisSnapshot.objects.values_list("state", flat=True)) == {SnapshotState.BUILDING}
 
@@ -574,7 +577,7 @@ def test_seal_refuses_a_snapshot_that_is_no_longer_building_and_leaves_the_job_u
     make_job()
     lease = control_plane.claim_next("w1")
     AnalysisSnapshot.objects.filter(pk=lease.snapshot_id).update(state=SnapshotState.FAILED)  # as no real path does
-    assert not control_plane.seal(lease, snapshot_id=lease.snapshot_id, facts="{}", content_hash="e" * 64)
+    assert not control_plane.seal(lease, snapshot_id=lease.snapshot_id, document=stored_document("{}"))
     assert row(lease.job_id)["stage"] == ""
     assert not control_plane.complete(lease)
 
@@ -584,7 +587,7 @@ def test_seal_loses_to_an_accepted_cancellation(db, control_plane, make_job):
     lease = control_plane.claim_next("w1")
     snapshot_id = lease.snapshot_id
     control_plane.request_cancel(lease.job_id)
-    assert not control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="c" * 64)
+    assert not control_plane.seal(lease, snapshot_id=snapshot_id, document=stored_document("{}"))
     snapshot = AnalysisSnapshot.objects.get(pk=snapshot_id)
     assert (snapshot.state, snapshot.content_hash) == (SnapshotState.BUILDING, "")
     assert control_plane.finish_cancelled(lease)
@@ -595,7 +598,7 @@ def test_a_sealed_snapshot_wins_over_a_later_cancellation(db, control_plane, mak
     make_job()
     lease = control_plane.claim_next("w1")
     snapshot_id = lease.snapshot_id
-    assert control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="d" * 64)
+    assert control_plane.seal(lease, snapshot_id=snapshot_id, document=stored_document("{}"))
     assert control_plane.request_cancel(lease.job_id) is CancelOutcome.REQUESTED
     assert control_plane.complete(lease)
     assert row(lease.job_id)["status"] == JobStatus.COMPLETED

@@ -11,6 +11,7 @@ from django.db.models import ProtectedError
 
 from analysis_jobs.decisions import FAILED_CODE, Fail, Requeue
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SealedSnapshotError, SnapshotState
+from tests.documents_support import stored_document
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -53,7 +54,7 @@ def test_rows_left_by_the_real_transitions_satisfy_every_invariant(db, control_p
     lease = control_plane.claim_next("w1")
     snapshot_id = lease.snapshot_id
     control_plane.request_cancel(lease.job_id)  # running with the flag set is allowed
-    assert control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="e" * 64) is False
+    assert control_plane.seal(lease, snapshot_id=snapshot_id, document=stored_document("{}")) is False
     assert control_plane.finish_cancelled(lease)
     assert AnalysisJob.objects.get().status == JobStatus.CANCELLED
 
@@ -97,7 +98,7 @@ def sealed(db, control_plane, make_job):
     make_job()
     lease = control_plane.claim_next("w1")
     snapshot_id = lease.snapshot_id
-    assert control_plane.seal(lease, snapshot_id=snapshot_id, facts='{"k":1}', content_hash="a" * 64, identity="i")
+    assert control_plane.seal(lease, snapshot_id=snapshot_id, document=stored_document('{"k":1}'), identity="i")
     return lease, snapshot_id
 
 
@@ -120,7 +121,7 @@ def test_a_copy_loaded_before_the_seal_cannot_overwrite_or_delete_it(db, control
     lease = control_plane.claim_next("w1")
     snapshot_id = lease.snapshot_id
     stale = AnalysisSnapshot.objects.get(pk=snapshot_id)
-    assert control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="b" * 64)
+    assert control_plane.seal(lease, snapshot_id=snapshot_id, document=stored_document("{}"))
     before = snapshot_row(snapshot_id)
     stale.content_hash = "f" * 64
     with pytest.raises(SealedSnapshotError):
@@ -141,7 +142,7 @@ def test_no_transition_changes_a_sealed_snapshot(sealed, control_plane, fake_clo
     lease, snapshot_id = sealed
     before = snapshot_row(snapshot_id)
     control_plane.request_cancel(lease.job_id)
-    assert not control_plane.seal(lease, snapshot_id=snapshot_id, facts='{"k":3}', content_hash="c" * 64)
+    assert not control_plane.seal(lease, snapshot_id=snapshot_id, document=stored_document('{"k":3}'))
     assert not control_plane.finish_cancelled(lease)
     # A failure, a retry or a hand-back after the seal completes the job instead of throwing the seal away.
     assert control_plane.apply_failure(lease, Requeue(at=fake_clock.now(), code=FAILED_CODE, message="late"))

@@ -1,21 +1,24 @@
 """The snapshot admin: a sealed snapshot's summary and a download of its canonical JSON, only for its owners."""
 
+import json
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.urls import reverse
 
-from analysis_jobs.documents import DocumentStore, cut
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from analysis_jobs.pipeline import canonical_json, content_hash
+from tests.documents_support import put_document
 
 
 def sealed_snapshot(now, owner, facts):
     snapshot = AnalysisSnapshot.objects.create(created_at=now)
     AnalysisSnapshot.objects.filter(pk=snapshot.pk).update(
-        state=SnapshotState.SEALED, size=len(facts.encode()), content_hash=content_hash(facts), sealed_at=now
+        state=SnapshotState.SEALED, size=len(facts.encode()), content_hash=content_hash(facts), sealed_at=now,
+        summary=json.loads(facts).get("summary"),
     )
-    DocumentStore().write(snapshot.pk, cut(facts))
+    put_document(snapshot.pk, facts)
     AnalysisJob.objects.create(
         source="/src", owner=owner, status=JobStatus.COMPLETED, snapshot=snapshot, created_at=now, updated_at=now,
         completed_at=now, progress=100,
@@ -50,12 +53,13 @@ def test_the_change_page_shows_the_summary_and_the_download_sends_the_canonical_
     page = client.get(reverse("admin:analysis_jobs_analysissnapshot_change", args=[snapshot.pk]))
     assert page.status_code == 200
     body = page.content.decode()
-    assert "schema ri.v1" in body and "services      api.example.com" in body
+    assert "files         2 (10 bytes)" in body and "services      api.example.com" in body
     url = reverse("admin:analysis_jobs_analysissnapshot_facts", args=[snapshot.pk])
     assert url in body
     download = client.get(url)
     assert download.status_code == 200
-    assert download.content == document.encode()
+    assert b"".join(download.streaming_content) == document.encode()
+    assert download["Content-Length"] == str(len(document.encode()))
     assert download["Content-Type"] == "application/json; charset=utf-8"
     assert download["Content-Disposition"] == f'attachment; filename="snapshot-{snapshot.pk}-{snapshot.content_hash[:12]}.json"'
 
@@ -68,7 +72,8 @@ def test_staff_see_only_the_snapshots_of_their_own_jobs(client, staff, fake_cloc
     assert listing.status_code == 200 and snapshot.content_hash not in listing.content.decode()
     superuser = User.objects.create_superuser("root", password="pw")
     client.force_login(superuser)
-    assert client.get(reverse("admin:analysis_jobs_analysissnapshot_facts", args=[snapshot.pk])).content == document.encode()
+    download = client.get(reverse("admin:analysis_jobs_analysissnapshot_facts", args=[snapshot.pk]))
+    assert b"".join(download.streaming_content) == document.encode()
 
 
 def test_a_snapshot_that_is_not_sealed_has_nothing_to_download(client, db, fake_clock):

@@ -19,6 +19,7 @@ from analysis_jobs.decisions import STALE_CODE
 from analysis_jobs.models import AnalysisJob, JobStatus, SnapshotState
 from analysis_jobs.pipeline import Stage
 from analysis_jobs.runner import AnalysisWorkerRunner, WorkerExit, new_worker_id
+from tests.documents_support import stored_document
 
 LEASE = 30
 RETRY_BASE = 2
@@ -71,7 +72,7 @@ def abandoned(control_plane, make_job, fake_clock, *, worker_id="dead-worker", s
     if building or sealed:
         snapshot_id = control_plane.begin_snapshot(lease)
         if sealed:
-            assert control_plane.seal(lease, snapshot_id=snapshot_id, facts="{}", content_hash="ab" * 32)
+            assert control_plane.seal(lease, snapshot_id=snapshot_id, document=stored_document("{}"))
     if cancel:
         control_plane.request_cancel(job.pk, by="test")
     if lapse:
@@ -211,7 +212,7 @@ def test_a_lapsed_job_with_a_sealed_snapshot_is_healed_to_completed(db, control_
     job.refresh_from_db()
     assert (job.status, job.progress, job.attempt, job.error_code) == (JobStatus.COMPLETED, 100, 1, "")
     assert job.lease_expires_at is None and job.completed_at == fake_clock.now()
-    assert (job.snapshot.state, job.snapshot.content_hash) == (SnapshotState.SEALED, "ab" * 32)
+    assert (job.snapshot.state, job.snapshot.content_hash) == (SnapshotState.SEALED, stored_document().content_hash)
 
 
 def test_a_sealed_snapshot_wins_over_a_cancellation_asked_after_it(db, control_plane, build_runner, make_job, fake_clock):

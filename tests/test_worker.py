@@ -106,10 +106,11 @@ def test_a_job_runs_its_stages_saving_progress_and_renewing_then_seals_and_compl
     assert snapshot.content_hash == hashlib.sha256(snapshot.read_facts().encode()).hexdigest()
 
 
-# A job with no stages costs the queue its claim, its seal and its completion: one statement each on PostgreSQL.
-# SQLite adds the claim's idle check and write transaction (7 statements in a test's savepoint) and runs the
-# seal's two updates and its document's two inserts in a transaction of their own (6).
-NO_STAGE_JOB_QUERIES = {"postgresql": 3, "sqlite": 14}
+# A job with no stages costs the queue its claim, its document's store (which chunks exist already, then the new
+# ones under the owner's guard), its seal and its completion: one statement each on PostgreSQL. SQLite adds the
+# claim's idle check and write transaction (7 statements in a test's savepoint), checks the guard apart from the
+# chunks' insert, and runs the seal's two updates and its chunk list's insert in a transaction of their own (6).
+NO_STAGE_JOB_QUERIES = {"postgresql": 5, "sqlite": 16}
 
 
 def test_a_job_with_no_stages_costs_its_claim_its_seal_and_its_completion(

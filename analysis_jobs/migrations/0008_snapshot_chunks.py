@@ -18,14 +18,21 @@ def compress_with_lz4(apps, schema_editor):
 
 
 def cut_sealed_documents(apps, schema_editor):
+    import datetime as dt
+    import json
+
     from analysis_jobs.documents import DocumentStore, cut
 
     store = DocumentStore(schema_editor.connection.alias)
     snapshots = apps.get_model("analysis_jobs", "AnalysisSnapshot").objects.using(schema_editor.connection.alias)
+    now = dt.datetime.now(dt.UTC)
     for pk, facts in snapshots.exclude(facts="").values_list("pk", "facts").iterator(chunk_size=20):
         chunks = cut(facts)
-        store.write(pk, chunks, store.stored(chunks))
-        snapshots.filter(pk=pk).update(size=len(facts.encode()))
+        store.put_chunks(chunks, now)
+        store.put_list(pk, tuple(chunk.digest for chunk in chunks))
+        document = json.loads(facts)
+        summary = document.get("summary") if isinstance(document, dict) else None
+        snapshots.filter(pk=pk).update(size=len(facts.encode()), summary=summary)
 
 
 def join_sealed_documents(apps, schema_editor):
@@ -49,12 +56,18 @@ class Migration(migrations.Migration):
             fields=[
                 ('digest', models.CharField(help_text="SHA-256 of the text's UTF-8 bytes.", max_length=64, primary_key=True, serialize=False)),
                 ('text', models.TextField()),
+                ('recorded_at', models.DateTimeField(help_text='When an analysis last stored the chunk.')),
             ],
         ),
         migrations.AddField(
             model_name='analysissnapshot',
             name='size',
             field=models.PositiveBigIntegerField(default=0, help_text="Bytes of the sealed document's UTF-8 text."),
+        ),
+        migrations.AddField(
+            model_name='analysissnapshot',
+            name='summary',
+            field=models.JSONField(blank=True, null=True),
         ),
         migrations.CreateModel(
             name='SnapshotChunk',

@@ -1,6 +1,6 @@
 """The shapes shared by every pipeline: its stages and the state they fill."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -32,10 +32,16 @@ class Stage:
 
 
 class Pipeline(Protocol):
+    """What a worker runs. ``summary(state)``, if a pipeline has it, gives what is shown of a sealed snapshot
+    without reading its document; it is asked after the document was written."""
+
     stages: Sequence[Stage]
 
-    def document(self, state: AnalysisState) -> dict:
-        """Return the facts document to seal."""
+    def document(self, state: AnalysisState) -> dict | Iterable[bytes]:
+        """Return the facts document to seal: a dict, or its canonical JSON text as UTF-8 pieces, in order.
+
+        Pieces are stored as they come, so a document given as pieces is never held whole.
+        """
 
     def identity(self, state: AnalysisState) -> str:
         """Return the snapshot identity of this analysis ('' when it has none to reuse)."""

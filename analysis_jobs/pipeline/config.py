@@ -17,7 +17,10 @@ class PipelineConfig:
     max_total_bytes: int = 1024 * 1024 * 1024  # the whole source; more fails the job with RI-RESOURCE-EXCEEDED
     max_files: int = 200_000
     max_seconds: float = 900.0
-    batch_files: int = field(default=256, compare=False)  # files read before one cache look-up
+    batch_files: int = field(default=256, compare=False)  # files read before one cache look-up, and linked at once
+    # Graph facts (nodes and edges) held in memory before they are written out as a sorted run: what bounds the
+    # memory a big source's analysis needs (about 60 MB of them), whatever its size.
+    facts_in_memory: int = field(default=100_000, compare=False)
 
     @classmethod
     def from_settings(cls) -> "PipelineConfig":

@@ -13,7 +13,12 @@ files inside them):
   stamp (a git blob's id, a directory file's stat stamp) in one statement before the first batch. The
   budgets (files, bytes, seconds) fail the job with ``RI-RESOURCE-EXCEEDED``.
 - ``link``: the identity (a directory's is known only now, from its tree digest) is checked for reuse, then
-  the cached per-file facts become one ordered graph.
+  the per-file facts become one graph, a batch of files at a time: what the families learn from every file
+  first (modules, manifests), then each batch's facts, spilled to sorted runs on disk past
+  ``config.facts_in_memory`` so that memory stays bounded.
+
+``document`` then yields the canonical document in pieces, merged from the runs as it is written; the worker
+hashes and stores it a chunk at a time, so neither the facts nor the document are ever held whole.
 """
 
 import datetime as dt
@@ -21,19 +26,20 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
-
-import orjson
 
 from ..exceptions import ResourceExceeded
 from .base import AnalysisState, Check, SnapshotReused, Stage
 from .config import PipelineConfig
 from .extractors import extractor_for, extractor_versions, run_extractor
+from .graph import GraphRuns
 from .link import Linker
-from .records import FileRecord
+from .records import FileRecord, facts_text
 from .sources import Exclusions, GitSource, open_source, resolve_revision
-from .summary import summarise
+from .summary import Summary
+from .writer import write_document
 
 SCHEMA = "ri.v1"
 BINARY_SNIFF = 8000  # git's own heuristic: a NUL byte in the first 8000 bytes means binary
@@ -253,14 +259,6 @@ class MemoryFactsCache:
             self.digests.setdefault(stamp, digest)
 
 
-def facts_text(facts: dict) -> str:
-    """Return an extractor's facts as the JSON text that is cached and kept on a record."""
-    try:
-        return orjson.dumps(facts, option=orjson.OPT_SORT_KEYS).decode()
-    except orjson.JSONEncodeError:  # an integer past 64 bits, a lone surrogate: the reference encoder takes them
-        return json.dumps(facts, sort_keys=True, separators=(",", ":"))
-
-
 def _facts_known(extractor, digest: Digest, known: dict) -> bool:
     """Return whether a file with ``digest``, read by ``extractor`` unless binary, needs no facts or has them in ``known``."""
     return extractor is None or digest.binary or (digest.sha256, extractor.key) in known
@@ -339,20 +337,24 @@ class RepositoryPipeline:
             state.values["identity"] = snapshot_identity(state.values["source_identity"], f"tree:{tree_digest(records)}", self.config)
             self._reuse(state.values["identity"])
         check()
-        nodes, edges = Linker(records).link().build()
-        check()
-        state.values["document"] = {
-            "schema": SCHEMA,
-            "extractors": extractor_versions(),
-            "nodes": nodes,
-            "edges": edges,
-            "summary": summarise(nodes, edges),
-        }
+        runs = state.values["graph"] = GraphRuns(self.config.facts_in_memory)
+        Linker(records).link(runs, batch=self.config.batch_files, check=check)
+        del state.values["records"]  # linked: the facts are in the graph's runs now
 
     # -- the Pipeline contract ---------------------------------------------------------------------------------
 
-    def document(self, state: AnalysisState) -> dict:
-        return state.values["document"]
+    def document(self, state: AnalysisState) -> Iterator[bytes]:
+        """Yield the canonical document of the linked graph in pieces (its runs are merged as it is written)."""
+        runs = state.values.pop("graph")
+        summary = state.values["summary"] = Summary()
+        try:
+            nodes, edges = runs.build()
+            yield from write_document(SCHEMA, extractor_versions(), nodes, edges, summary)
+        finally:
+            runs.close()
+
+    def summary(self, state: AnalysisState) -> dict:
+        return state.values["summary"].result()
 
     def identity(self, state: AnalysisState) -> str:
         return state.values.get("identity", "")

@@ -3,44 +3,71 @@
 from collections import Counter
 
 
-def summarise(nodes: list, edges: list) -> dict:
-    """Return counts by kind of what the graph holds (integers and sorted names only)."""
-    kinds = Counter(node["kind"] for node in nodes)
-    modules: Counter = Counter()
-    dependencies: dict[str, Counter] = {}
-    services, images = [], []
-    for node in nodes:
+class Summary:
+    """The counts of a graph, taken one node and one edge at a time (the graph is never held whole)."""
+
+    def __init__(self):
+        self.kinds: Counter = Counter()
+        self.modules: Counter = Counter()
+        self.dependencies: dict[str, Counter] = {}
+        self.services: list[str] = []
+        self.images: list[str] = []
+        self.repository = {"files": 0, "bytes": 0, "languages": {}}
+        self.imports = self.edges = 0
+
+    def node(self, node: dict) -> None:
         kind, attrs = node["kind"], node["attrs"]
+        self.kinds[kind] += 1
         if kind == "module" and not attrs.get("missing"):
-            modules[attrs["language"]] += 1
+            self.modules[attrs["language"]] += 1
         elif kind == "dependency":
-            counts = dependencies.setdefault(attrs["ecosystem"], Counter())
+            counts = self.dependencies.setdefault(attrs["ecosystem"], Counter())
             counts["total"] += 1
             counts["direct" if attrs["direct"] else ("transitive" if attrs["locked"] else "undeclared")] += 1
             counts["locked"] += 1 if attrs["locked"] else 0
         elif kind == "service":
-            services.append(attrs["host"])
+            self.services.append(attrs["host"])
         elif kind == "image":
-            images.append(attrs["ref"])
-    repository = next((node["attrs"] for node in nodes if node["kind"] == "repository"), {"files": 0, "bytes": 0, "languages": {}})
-    return {
-        "files": repository["files"],
-        "bytes": repository["bytes"],
-        "languages": repository["languages"],
-        "modules": dict(sorted(modules.items())),
-        "symbols": kinds["class"] + kinds["function"] + kinds["export"],
-        "imports": sum(1 for edge in edges if edge["kind"] == "imports"),
-        "dependencies": {ecosystem: dict(sorted(counts.items())) for ecosystem, counts in sorted(dependencies.items())},
-        "services": sorted(services),
-        "iac": {
-            "images": sorted(images),
-            "compose_services": kinds["compose_service"],
-            "terraform": sum(count for kind, count in kinds.items() if kind.startswith("terraform_")),
-        },
-        "diagnostics": kinds["diagnostic"],
-        "nodes": len(nodes),
-        "edges": len(edges),
-    }
+            self.images.append(attrs["ref"])
+        elif kind == "repository" and self.kinds[kind] == 1:
+            self.repository = attrs
+
+    def edge(self, edge: dict) -> None:
+        self.edges += 1
+        if edge["kind"] == "imports":
+            self.imports += 1
+
+    def result(self) -> dict:
+        """Return counts by kind of what the graph holds (integers and sorted names only)."""
+        kinds, repository = self.kinds, self.repository
+        return {
+            "files": repository["files"],
+            "bytes": repository["bytes"],
+            "languages": repository["languages"],
+            "modules": dict(sorted(self.modules.items())),
+            "symbols": kinds["class"] + kinds["function"] + kinds["export"],
+            "imports": self.imports,
+            "dependencies": {ecosystem: dict(sorted(counts.items())) for ecosystem, counts in sorted(self.dependencies.items())},
+            "services": sorted(self.services),
+            "iac": {
+                "images": sorted(self.images),
+                "compose_services": kinds["compose_service"],
+                "terraform": sum(count for kind, count in kinds.items() if kind.startswith("terraform_")),
+            },
+            "diagnostics": kinds["diagnostic"],
+            "nodes": sum(kinds.values()),
+            "edges": self.edges,
+        }
+
+
+def summarise(nodes, edges) -> dict:
+    """Return the summary of a whole graph."""
+    summary = Summary()
+    for node in nodes:
+        summary.node(node)
+    for edge in edges:
+        summary.edge(edge)
+    return summary.result()
 
 
 def diagnostics(nodes: list) -> list[dict]:

@@ -56,6 +56,9 @@ class WithTestStage:
     def document(self, state):
         return self.inner.document(state)
 
+    def summary(self, state):
+        return self.inner.summary(state)
+
     def identity(self, state):
         return self.inner.identity(state)
 

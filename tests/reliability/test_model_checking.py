@@ -23,6 +23,7 @@ from analysis_jobs.control_plane import CancelOutcome, DatabaseControlPlane, Exp
 from analysis_jobs.decisions import Fail, Requeue
 from analysis_jobs.exceptions import CancelRefused
 from analysis_jobs.models import TERMINAL_STATUSES, AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from tests.documents_support import stored_document
 
 LEASE = 30.0
 WORKERS = ("w1", "w2")
@@ -266,7 +267,7 @@ class QueueMachine(RuleBasedStateMachine):
         if held.snapshot_id is None:
             return
         def call():
-            return self.cp.seal(lease, snapshot_id=held.snapshot_id, facts='{"f":1}', content_hash="a" * 64)
+            return self.cp.seal(lease, snapshot_id=held.snapshot_id, document=stored_document('{"f":1}'))
         state = AnalysisSnapshot.objects.filter(pk=held.snapshot_id).values_list("state", flat=True).get()
         # The held snapshot must still be the job's: a begin by an equal lease (the same worker re-claiming at the
         # same attempt after a hand-back refunded it) attaches a newer one, and the seal refuses the detached one.

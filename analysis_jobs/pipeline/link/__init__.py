@@ -9,16 +9,16 @@ files or packages, exports) and ``iac`` (images, compose services, Terraform blo
 
 The files are gone through twice, in path order. ``learn`` first shows each family the files it needs to know
 about before any fact is emitted (the Python paths to name modules, the manifests to know what is declared);
-``batches`` then has every family turn each file's facts into nodes and edges, one batch of files at a time, so
-that only one batch's facts are decoded at once; last, each family's ``finish`` adds what needs every file (the
-repository node, the dependency nodes). The graph builder merges what two files report of one node, so the
-result depends only on the files, never on how they were batched.
+``link`` then has every family turn each file's facts into nodes and edges, one batch of files at a time, so
+that only one batch's facts are decoded at once, into ``GraphRuns`` (which writes a full builder out as a sorted
+run); last, each family's ``finish`` adds what needs every file (the repository node, the dependency nodes).
+The graph merges what two files report of one node, so the result depends only on the files, never on how they
+were batched.
 """
 
-from collections.abc import Iterator, Sequence
-from itertools import islice
+from collections.abc import Sequence
 
-from ..graph import GraphBuilder
+from ..graph import GraphRuns
 from ..records import FileRecord
 from .dependencies import Dependencies
 from .iac import Iac
@@ -51,25 +51,19 @@ class Linker:
         for family in self.families:
             family.learned()
 
-    def batches(self, size: int) -> Iterator[GraphBuilder]:
-        """Yield the graph of each batch of ``size`` files in path order, then one of what needs every file."""
-        records = iter(self.records)
-        while batch := list(islice(records, size)):
-            graph = GraphBuilder()
-            for record in batch:
+    def link(self, runs: GraphRuns, *, batch: int = 256, check=lambda: None) -> None:
+        """Report every file's facts into ``runs`` a batch of files at a time, then what needs every file.
+
+        ``check`` is called between batches (it raises when the analysis must stop).
+        """
+        self.learn()
+        for start in range(0, len(self.records), batch):
+            graph = runs.graph
+            for record in self.records[start : start + batch]:
                 facts = record.decoded()
                 for family in self.families:
                     family.emit(record, facts, graph)
-            yield graph
-        graph = GraphBuilder()
+            runs.checkpoint()
+            check()
         for family in self.families:
-            family.finish(graph)
-        yield graph
-
-    def link(self) -> GraphBuilder:
-        """Return the whole graph in one builder (for sources small enough to hold it at once)."""
-        self.learn()
-        whole = GraphBuilder()
-        for graph in self.batches(len(self.records) or 1):
-            whole.absorb(graph)
-        return whole
+            family.finish(runs.graph)
