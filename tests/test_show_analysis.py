@@ -55,7 +55,7 @@ def test_json_gives_the_summary_to_scripts(analysed):
     assert shown["summary"]["dependencies"] == {
         "npm": {"locked": 0, "total": 1, "undeclared": 1}, "pypi": {"direct": 1, "locked": 0, "total": 1},
     }
-    assert shown["diagnostics"] == [{"code": "parse-error", "line": 1, "message": "invalid syntax", "path": "bad.py"}]
+    assert shown["diagnostics"] == [{"code": "parse-error", "line": 1, "message": "syntax error (the parser recovered what it could)", "path": "bad.py"}]
 
 
 def test_facts_prints_the_canonical_document_byte_for_byte(analysed):

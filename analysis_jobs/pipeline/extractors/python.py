@@ -1,212 +1,382 @@
 """
-Python with the standard ``ast``: imports, top-level classes and functions, HTTP calls with a literal URL.
+Python with tree-sitter's Python grammar: imports (with how they are made), top-level symbols, HTTP calls.
 
-The output depends only on the file's bytes (no path, no other file), so it is cached by content. To stay close
-to the cost of ``ast.parse`` alone, the tree is not walked whole: only statements whose lines hold the word
-``import`` or an HTTP client's name are descended into.
+The grammar, not the worker's interpreter, decides what parses: a file using syntax newer than the worker's
+Python (3.12 generics, 3.13 defaults on type parameters) parses the same on every worker, so a mixed fleet seals
+one hash for one commit. The output depends only on the file's bytes (no path, no other file), so it is cached by
+content. Imports and calls are found by tree-sitter queries, which run in C over the whole tree; only what they
+find is looked at in Python.
+
+Each import carries the ways it is made, as a sorted list of words:
+
+- ``type_only``: under ``if TYPE_CHECKING:``, so never imported at run time;
+- ``optional``: in the body of a ``try`` whose handlers catch ``ImportError`` (or a base of it);
+- ``local``: inside a function, so imported when it is first called;
+- ``dynamic``: ``importlib.import_module("name")`` (or ``import_module``, ``__import__``) with a literal name.
+
+An HTTP call is a ``requests``/``httpx``/``urllib``/``aiohttp`` function called with a literal URL, or a method
+called on a client or session object: one made from the library in the file (``s = requests.Session()``,
+``with httpx.Client(base_url=...) as client``, ``httpx.Client().get``), or one whose name says it is a client or
+a session (``self.session.post("https://...")``) when the URL is absolute.
 """
 
-import ast
-import bisect
+import functools
 import re
-import sys
+import warnings
 
 from .base import Extractor, http_target
 
-VERSION = f"1+py{sys.version_info[0]}.{sys.version_info[1]}"
+VERSION = "2"
 
-HTTP_CLIENTS = (b"requests", b"httpx", b"urllib", b"urlopen")
-_MARKERS = re.compile(rb"import|requests|httpx|urllib|urlopen")
+QUERIES = """
+(import_statement) @import
+(import_from_statement) @import
+(future_import_statement) @import
+(call
+  function: (attribute object: (identifier) @_lib attribute: (identifier) @_fn)
+  arguments: (argument_list . (string) @dynamic)
+  (#eq? @_lib "importlib") (#eq? @_fn "import_module"))
+(call function: (identifier) @_fn arguments: (argument_list . (string) @dynamic) (#match? @_fn "^(__import__|import_module)$"))
+(call
+  function: [
+    (identifier) @name
+    (attribute object: (_) @receiver attribute: (identifier) @name)
+  ]
+  arguments: (argument_list) @arguments
+  (#match? @name "^(get|post|put|patch|delete|head|options|request|stream|urlopen|Request)$")) @call
+(assignment left: (_) @target right: (call function: (_) @constructor arguments: (argument_list) @options))
+(with_item value: (as_pattern (call function: (_) @constructor arguments: (argument_list) @options) alias: (as_pattern_target (_) @target)))
+"""
 
-# What a resolved call name means: (client, method); "*" takes the method from the attribute name.
+HTTP_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
+# What a resolved function name means: the client, and its method (None: taken from the first argument).
 HTTP_FUNCTIONS = {
     "requests.request": ("requests", None),
     "httpx.request": ("httpx", None),
     "httpx.stream": ("httpx", None),
     "urllib.request.urlopen": ("urllib", "GET"),
     "urllib.request.Request": ("urllib", "GET"),
-    "httpx.Client": ("httpx", "CLIENT"),
-    "httpx.AsyncClient": ("httpx", "CLIENT"),
+    **{f"{library}.{method}": (library, method.upper()) for library in ("requests", "httpx") for method in HTTP_METHODS},
 }
-HTTP_METHODS = {"get", "post", "put", "patch", "delete", "head", "options"}
-_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+# Constructors of client objects whose methods make HTTP calls.
+HTTP_CLIENTS = {
+    "requests.Session": "requests",
+    "requests.session": "requests",
+    "requests.sessions.Session": "requests",
+    "httpx.Client": "httpx",
+    "httpx.AsyncClient": "httpx",
+    "aiohttp.ClientSession": "aiohttp",
+    "urllib3.PoolManager": "urllib3",
+}
+CLIENT_NAMES = ("client", "session", "http")  # a receiver whose name holds one of these is taken for a client
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+SCOPES = frozenset({"function_definition", "lambda"})
+DEFINITIONS = {"class_definition": "class", "function_definition": "function", "type_alias_statement": "type"}
+
+
+@functools.cache
+def _grammar():
+    import tree_sitter
+    import tree_sitter_python
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        language = tree_sitter.Language(tree_sitter_python.language())
+    return tree_sitter.Parser(language), tree_sitter.Query(language, QUERIES)
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", errors="replace")
+
+
+def _line(node) -> int:
+    return node.start_point.row + 1
+
+
+def _string(node) -> str | None:
+    """Return a string literal's value, or an f-string's literal head (enough to name a host); None for bytes."""
+    if node.type == "concatenated_string":
+        parts = [_string(child) for child in node.named_children]
+        return "".join(part for part in parts if part is not None) if None not in parts else None
+    if node.type != "string":
+        return None
+    value = []
+    for child in node.named_children:
+        if child.type == "string_start":
+            if "b" in _text(child).lower():
+                return None
+        elif child.type == "string_content":
+            value.append(_text(child))
+        elif child.type == "interpolation":
+            break
+    return "".join(value)
 
 
 def _dotted(node) -> str | None:
+    """Return ``a.b.c`` for a name or an attribute chain, else None."""
     parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
+    while node.type == "attribute":
+        parts.append(_text(node.child_by_field_name("attribute")))
+        node = node.child_by_field_name("object")
+    if node.type != "identifier":
         return None
-    parts.append(node.id)
+    parts.append(_text(node))
     return ".".join(reversed(parts))
 
 
-def _literal_url(node) -> str | None:
-    """Return a string constant, or the literal head of an f-string (enough to name the host)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr) and node.values:
-        head = node.values[0]
-        if isinstance(head, ast.Constant) and isinstance(head.value, str):
-            return head.value
+# -- imports ---------------------------------------------------------------------------------------------------
+
+
+def _module_and_level(node) -> tuple[str, int]:
+    if node.type == "relative_import":
+        prefix = next(child for child in node.children if child.type == "import_prefix")
+        name = next((child for child in node.named_children if child.type == "dotted_name"), None)
+        return (_text(name) if name is not None else ""), len(_text(prefix))
+    return _text(node), 0
+
+
+def _imports(statement) -> list[tuple]:
+    """Return ``(module, level, names, bound)`` for each module ``statement`` imports.
+
+    ``bound`` maps each local name the statement binds to the dotted name it stands for.
+    """
+    if statement.type == "future_import_statement":
+        return [("__future__", 0, [], {})]
+    if statement.type == "import_statement":
+        found = []
+        for name in statement.named_children:
+            if name.type == "aliased_import":
+                module, alias = _text(name.child_by_field_name("name")), _text(name.child_by_field_name("alias"))
+                found.append((module, 0, [], {alias: module}))
+            elif name.type == "dotted_name":
+                module = _text(name)
+                head = module.split(".", 1)[0]
+                found.append((module, 0, [], {head: head}))
+        return found
+    module, level = _module_and_level(statement.child_by_field_name("module_name"))
+    names, bound = [], {}
+    for child in statement.children_by_field_name("name"):
+        alias = None
+        if child.type == "aliased_import":
+            child, alias = child.child_by_field_name("name"), _text(child.child_by_field_name("alias"))
+        names.append(_text(child))
+        if not level:
+            bound[alias or names[-1]] = f"{module}.{names[-1]}"
+    if any(child.type == "wildcard_import" for child in statement.named_children):
+        names.append("*")
+    return [(module, level, names, bound)]
+
+
+def _is_type_checking(condition) -> bool:
+    return condition is not None and _text(condition) in ("TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING")
+
+
+def _catches_import_errors(try_statement) -> bool:
+    for clause in try_statement.named_children:
+        if clause.type != "except_clause":
+            continue
+        caught = [child for child in clause.named_children if child.type != "block"]
+        if not caught:
+            return True  # a bare except
+        names = _text(caught[0]).replace("(", " ").replace(")", " ").replace(",", " ").split()
+        if any(name.rpartition(".")[2] in IMPORT_ERRORS for name in names):
+            return True
+    return False
+
+
+def _kinds(node) -> list[str]:
+    """Return how the import at ``node`` is made (see the module's docstring), from the statements around it."""
+    kinds, child, parent = set(), node, node.parent
+    while parent is not None:
+        if parent.type in SCOPES:
+            kinds.add("local")
+        elif parent.type == "if_statement" and child == parent.child_by_field_name("consequence"):
+            if _is_type_checking(parent.child_by_field_name("condition")):
+                kinds.add("type_only")
+        elif parent.type == "try_statement" and child == parent.child_by_field_name("body"):
+            if _catches_import_errors(parent):
+                kinds.add("optional")
+        child, parent = parent, parent.parent
+    return sorted(kinds)
+
+
+# -- HTTP calls ------------------------------------------------------------------------------------------------
+
+
+class _Calls:
+    """The file's HTTP calls, resolved through its imports and the client objects it makes."""
+
+    def __init__(self, aliases: dict[str, str]):
+        self.aliases = aliases  # local name -> the dotted name it was imported as
+        self.clients: dict[str, tuple[str, str | None]] = {}  # receiver text -> (library, base URL)
+        self.found: list = []
+
+    def resolve(self, dotted: str | None) -> str | None:
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head not in self.aliases:
+            return None
+        return self.aliases[head] + (f".{rest}" if rest else "")
+
+    def client_made_by(self, constructor, options) -> tuple[str, str | None] | None:
+        library = HTTP_CLIENTS.get(self.resolve(_dotted(constructor)) or "")
+        if library is None:
+            return None
+        return library, _keyword(options, "base_url")
+
+    def constructed(self, target, constructor, options) -> None:
+        client = self.client_made_by(constructor, options)
+        if client is not None:
+            self.clients[_text(target)] = client
+
+    def call(self, call, name, receiver, arguments) -> None:
+        method = _text(name)
+        base = None
+        if receiver is None:
+            client, verb = HTTP_FUNCTIONS.get(self.resolve(method) or "", (None, None))
+        elif (function := self.resolve(_dotted(receiver))) and f"{function}.{method}" in HTTP_FUNCTIONS:
+            client, verb = HTTP_FUNCTIONS[f"{function}.{method}"]
+        elif method in HTTP_METHODS or method in ("request", "stream"):
+            made = self.clients.get(_text(receiver))
+            if made is None and receiver.type == "call":
+                made = self.client_made_by(receiver.child_by_field_name("function"), receiver.child_by_field_name("arguments"))
+            if made is None and any(word in _text(receiver).rpartition(".")[2].lower() for word in CLIENT_NAMES):
+                made = (_text(receiver), None)  # a client by its name only: an absolute URL is asked for below
+            if made is None:
+                return
+            client, base = made
+            verb = None if method in ("request", "stream") else method.upper()
+        else:
+            return
+        if client is None:
+            return
+        positional = [child for child in arguments.named_children if child.type not in ("keyword_argument", "comment")]
+        if verb is None:  # request(method, url)
+            verb = (_string(positional[0]) or "?").upper() if positional else "?"
+            positional = positional[1:]
+        url = _keyword(arguments, "url") or (_string(positional[0]) if positional else None)
+        if url is not None and base is not None and "://" not in url:
+            url = base.rstrip("/") + "/" + url.lstrip("/")
+        target = http_target(url)
+        if target is not None:
+            self.found.append((client, verb, target[0], target[1], _line(call)))
+
+
+def _keyword(arguments, keyword: str) -> str | None:
+    for child in arguments.named_children:
+        if child.type == "keyword_argument" and _text(child.child_by_field_name("name")) == keyword:
+            return _string(child.child_by_field_name("value"))
     return None
 
 
-class _Scan:
-    def __init__(self, data: bytes, markers=_MARKERS, *, record_imports: bool = True):
-        marked, line, previous = [], 1, 0
-        for match in markers.finditer(data):
-            line += data.count(b"\n", previous, match.start())
-            previous = match.start()
-            if not marked or marked[-1] != line:
-                marked.append(line)
-        self.marked = marked  # the lines that name ``import`` or a client, ascending
-        self.record_imports = record_imports
-        self.imports: list = []
-        self.calls: list = []  # (dotted name, node) resolved after the aliases are known
-        self.want_calls = any(client in data for client in HTTP_CLIENTS)
-
-    def marked_between(self, first: int, last: int) -> bool:
-        index = bisect.bisect_left(self.marked, first)
-        return index < len(self.marked) and self.marked[index] <= last
-
-    def statements(self, body) -> None:
-        for statement in body:
-            if isinstance(statement, (ast.Import, ast.ImportFrom)) and not self.record_imports:
-                continue
-            if isinstance(statement, ast.Import):
-                for alias in statement.names:
-                    self.imports.append((alias.name, 0, [], statement.lineno, alias.asname))
-            elif isinstance(statement, ast.ImportFrom):
-                names = [alias.name for alias in statement.names]
-                self.imports.append((statement.module or "", statement.level, names, statement.lineno, None))
-                self._from_aliases(statement)
-            elif self.marked_between(statement.lineno, statement.end_lineno or statement.lineno):
-                self._descend(statement)
-
-    def _from_aliases(self, statement) -> None:
-        if statement.level or not statement.module:
-            return
-        for alias in statement.names:
-            self.imports.append((f"{statement.module}.{alias.name}", -1, [], statement.lineno, alias.asname or alias.name))
-
-    def _descend(self, statement) -> None:
-        nested = False
-        for field in _STATEMENT_LISTS:
-            value = getattr(statement, field, None)
-            if value:
-                nested = True
-                self.statements(value)
-        if not nested:
-            self._expressions(statement)
-            return
-        for field, value in ast.iter_fields(statement):
-            if field in _STATEMENT_LISTS:
-                continue
-            if isinstance(value, ast.AST):
-                self._expressions(value)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        self._expressions(item)
-
-    def _expressions(self, node) -> None:
-        if not self.want_calls:
-            return
-        for child in ast.walk(node):
-            if isinstance(child, ast.Call):
-                name = _dotted(child.func)
-                if name is not None:
-                    self.calls.append((name, child))
+# -- the file --------------------------------------------------------------------------------------------------
 
 
-def _aliases(imports) -> dict[str, str]:
-    """Map a local name to the dotted name it was imported as."""
-    aliases = {}
-    for module, level, _names, _line, asname in imports:
-        if level == -1:
-            aliases[asname] = module
-        elif level == 0:
-            if asname:
-                aliases[asname] = module
-            else:
-                head = module.split(".", 1)[0]
-                aliases.setdefault(head, head)
-    return aliases
-
-
-def _http_calls(calls, aliases) -> list:
-    found = []
-    for name, call in calls:
-        head, _, rest = name.partition(".")
-        if head not in aliases:
+def _definitions(root) -> list:
+    defs = []
+    for statement in root.named_children:
+        first = _line(statement)
+        definition = statement.child_by_field_name("definition") if statement.type == "decorated_definition" else statement
+        kind = DEFINITIONS.get(definition.type) if definition is not None else None
+        if kind is None:
             continue
-        full = aliases[head] + (f".{rest}" if rest else "")
-        client_method = HTTP_FUNCTIONS.get(full)
-        url_node = None
-        if client_method is None:
-            client, _, method = full.rpartition(".")
-            if client not in ("requests", "httpx") or method not in HTTP_METHODS:
-                continue
-            client_method = (client, method.upper())
-            url_node = call.args[0] if call.args else None
-        elif client_method[1] is None:  # request(method, url)
-            method_node = call.args[0] if call.args else None
-            method = method_node.value.upper() if isinstance(method_node, ast.Constant) and isinstance(method_node.value, str) else "?"
-            client_method = (client_method[0], method)
-            url_node = call.args[1] if len(call.args) > 1 else None
-        elif client_method[1] == "CLIENT":
-            client_method = (client_method[0], "*")
-        else:
-            url_node = call.args[0] if call.args else None
-        for keyword in call.keywords:
-            if keyword.arg in ("url", "base_url"):
-                url_node = keyword.value
-        url = _literal_url(url_node) if url_node is not None else None
-        target = http_target(url)
-        if target is not None:
-            found.append([client_method[0], client_method[1], target[0], target[1], call.lineno])
-    return found
+        name = definition.child_by_field_name("name") if kind != "type" else definition.child_by_field_name("left")
+        if name is None:
+            continue
+        if name.type == "type":  # ``type Alias[T] = ...``: the name before its parameters
+            name = name.named_children[0] if name.named_children else name
+            name = name.named_children[0] if name.type == "generic_type" and name.named_children else name
+        defs.append([kind, _text(name), first, statement.end_point.row + 1])
+    return defs
+
+
+TYPE_PARAMETER_DEFAULT = re.compile(rb"\*{0,2}\w+\s*=\s*\*?")
+
+
+def _is_type_parameter_default(node) -> bool:
+    """Whether an error node is ``T =`` in ``[T = int]``: a PEP 696 default (Python 3.13), which
+    tree-sitter-python 0.25 does not know yet and parses as an error followed by the default's type."""
+    return (
+        node.is_error and node.parent is not None and node.parent.type == "type_parameter"
+        and TYPE_PARAMETER_DEFAULT.fullmatch(node.text) is not None
+    )
+
+
+def _first_error(root) -> int | None:
+    """Return the line of the first error or missing token, or None when there is none but PEP 696 defaults;
+    only subtrees that hold an error are descended into."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.is_missing or (node.is_error and not _is_type_parameter_default(node)):
+            return _line(node)
+        pending.extend(reversed([child for child in node.children if child.has_error or child.is_missing]))
+    return None
+
+
+CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def _undecodable_line(data: bytes) -> int | None:
+    """Return the line where the source stops being text in its declared encoding (UTF-8 unless a PEP 263
+    cookie on one of the first two lines names another), or None when all of it decodes."""
+    encoding = "utf-8"
+    for line in data.split(b"\n", 2)[:2]:
+        if cookie := CODING.match(line):
+            encoding = cookie.group(1).decode("ascii")
+            break
+    try:
+        data.decode(encoding)
+    except LookupError:
+        return 1
+    except UnicodeDecodeError as error:
+        return data.count(b"\n", 0, error.start) + 1
+    return None
 
 
 def extract_python(data: bytes) -> dict:
-    """Return what the module declares and uses, or a syntax-error diagnostic."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-        line = getattr(error, "lineno", None) or 1
-        message = getattr(error, "msg", None) or str(error)
-        return {"error": [message.splitlines()[0][:200] if message else "syntax error", max(1, int(line))]}
-    scan = _Scan(data)
-    scan.statements(tree.body)
-    aliases = _aliases(scan.imports)
-    calls = scan.calls
-    if scan.want_calls:
-        # A client imported under another name (``from httpx import AsyncClient``) is called on lines that do
-        # not name the client: look at those lines too.
-        other = sorted(
-            local for local, full in aliases.items()
-            if full.split(".", 1)[0] in ("requests", "httpx", "urllib") and local not in ("requests", "httpx", "urllib", "urlopen")
-        )
-        if other:
-            again = _Scan(data, re.compile(rb"\b(?:" + b"|".join(re.escape(name.encode()) for name in other) + rb")\b"), record_imports=False)
-            again.statements(tree.body)
-            calls = calls + again.calls
-    defs = []
-    for statement in tree.body:
-        if isinstance(statement, ast.ClassDef):
-            kind = "class"
-        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            kind = "function"
-        else:
-            continue
-        first = min([statement.lineno] + [decorator.lineno for decorator in statement.decorator_list])
-        defs.append([kind, statement.name, first, statement.end_lineno or statement.lineno])
-    imports = [[module, level, names, line] for module, level, names, line, _ in scan.imports if level >= 0]
-    calls = sorted({tuple(call) for call in _http_calls(calls, aliases)})
-    return {"imports": imports, "defs": defs, "calls": [list(call) for call in calls]}
+    """Return what the module imports, defines and calls; a file that does not parse also gets a diagnostic."""
+    import tree_sitter
+
+    parser, query = _grammar()
+    root = parser.parse(data).root_node
+    imports, aliases, statements, dynamic, calls, clients = [], {}, [], [], [], []
+    for _pattern, found in tree_sitter.QueryCursor(query).matches(root):
+        if "import" in found:
+            statements.append(found["import"][0])
+        elif "dynamic" in found:
+            dynamic.append(found["dynamic"][0])
+        elif "call" in found:
+            calls.append((found["call"][0], found["name"][0], found.get("receiver", [None])[0], found["arguments"][0]))
+        elif "constructor" in found:
+            clients.append((found["target"][0], found["constructor"][0], found["options"][0]))
+    for statement in statements:
+        kinds = _kinds(statement)
+        for module, level, names, bound in _imports(statement):
+            imports.append([module, level, names, _line(statement), kinds])
+            for name, dotted in bound.items():
+                if name not in aliases or dotted != name:  # ``import a.b`` binds ``a`` unless something else did
+                    aliases[name] = dotted
+    for node in dynamic:
+        module = _string(node)
+        if module and not module.startswith("."):
+            imports.append([module, 0, [], _line(node), sorted({"dynamic", *_kinds(node)})])
+    http = _Calls(aliases)
+    for target, constructor, options in clients:
+        http.constructed(target, constructor, options)
+    for call in calls:
+        http.call(*call)
+    result = {
+        "imports": sorted(imports, key=lambda row: (row[3], row[0], row[1])),
+        "defs": _definitions(root),
+        "calls": [list(call) for call in sorted(set(http.found))],
+    }
+    if (line := _undecodable_line(data)) is not None:
+        result["error"] = ["the source is not text in its declared encoding", line]
+    elif root.has_error and (line := _first_error(root)) is not None:
+        result["error"] = ["syntax error (the parser recovered what it could)", line]
+    return result
 
 
 PYTHON = Extractor("python", VERSION, extract_python)

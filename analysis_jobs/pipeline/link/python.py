@@ -1,19 +1,32 @@
 """
 Python: a module node per file, its top-level symbols, its imports resolved, and its HTTP calls.
 
-Module names come from ``__init__.py`` chains; a source whose root is itself a package takes the name its own
-absolute imports use for it. An import resolves to an in-repository module, the standard library, or an
-external distribution (``dep:pypi:NAME``).
+A module's name comes from its path, so two files never share one node. Walking up from the file, a directory
+with an ``__init__.py`` (or ``__init__.pyi``) is a regular package and one without it a namespace package
+(PEP 420), until a directory where import names start: the source's root, a ``src`` folder, or a project root
+(one holding ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or Django's ``manage.py``). A source whose root is
+itself a package takes the name its own absolute imports use for it.
+
+An absolute import resolves, in order, to a sibling module of a script (a directory that is not a package is
+the first place a script's imports are looked up), a module by that full name, or a module by the name its
+regular-package chain gives it (``backend/app/models.py`` is also ``app.models``; of two, the nearer). What is
+not in the repository is the standard library (a fixed list: the facts never depend on the worker's Python),
+or a distribution: the declared or locked one whose name the import name is (``yaml``: ``pyyaml``,
+``taggit``: ``django-taggit``), else a table of known names, else the import name itself. A name that starts
+like an in-repository module but is none is a missing module, never a dependency.
+
+``from pkg import a, b`` has an edge to each of ``a`` and ``b`` that is a module, and to ``pkg`` when something
+else is imported from it. An import's edge carries how it is made: ``type_only``, ``optional``, ``local``,
+``dynamic`` (see the extractor).
 """
 
 import posixpath
-import sys
-from collections import Counter
 
 from ..extractors.manifests import pypi_name
 from .family import Family, evidence, extractor_name, service_calls, whole_file
+from .stdlib import STDLIB
 
-# Import names whose distribution is called something else (the rest: the PEP 503 name of the import).
+# Import names whose distribution is called something else, when no declared or locked one says.
 IMPORT_TO_DISTRIBUTION = {
     "yaml": "pyyaml", "PIL": "pillow", "bs4": "beautifulsoup4", "sklearn": "scikit-learn", "cv2": "opencv-python",
     "dateutil": "python-dateutil", "jwt": "pyjwt", "dotenv": "python-dotenv", "magic": "python-magic",
@@ -21,27 +34,88 @@ IMPORT_TO_DISTRIBUTION = {
     "rest_framework": "djangorestframework", "attr": "attrs", "serial": "pyserial", "git": "gitpython",
     "docx": "python-docx", "pkg_resources": "setuptools", "_pytest": "pytest", "django_filters": "django-filter",
     "debug_toolbar": "django-debug-toolbar", "corsheaders": "django-cors-headers", "zmq": "pyzmq", "fitz": "pymupdf",
-    "win32api": "pywin32", "psycopg2": "psycopg2", "MySQLdb": "mysqlclient", "jose": "python-jose",
-    "multipart": "python-multipart", "google.protobuf": "protobuf", "lxml": "lxml", "markdown": "markdown",
+    "win32api": "pywin32", "MySQLdb": "mysqlclient", "jose": "python-jose", "multipart": "python-multipart",
+    "google.protobuf": "protobuf", "taggit": "django-taggit", "mptt": "django-mptt", "storages": "django-storages",
+    "graphql": "graphql-core", "grpc": "grpcio", "slugify": "python-slugify", "websocket": "websocket-client",
+    "Levenshtein": "python-levenshtein", "skimage": "scikit-image", "crispy_forms": "django-crispy-forms",
 }
-PYTHON_STDLIB = frozenset(sys.stdlib_module_names)
+# How a distribution's name is made from its import name: ``django-`` + ``taggit``, ``graphql`` + ``-core``.
+DISTRIBUTION_PREFIXES = ("python-", "django-", "flask-", "py")
+DISTRIBUTION_SUFFIXES = ("-core", "-python", "-py", "-binary", "-client")
+PACKAGE_FILES = ("__init__.py", "__init__.pyi")
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "manage.py")
 
 
-def python_module_names(paths: list[str], root_package: str | None) -> dict[str, str]:
-    """Map each Python file path to its dotted module name."""
-    packages = {posixpath.dirname(path) for path in paths if posixpath.basename(path) == "__init__.py"}
-    names = {}
-    for path in paths:
-        directory, name = posixpath.split(path)
-        stem = name.rsplit(".", 1)[0]
+def is_python(record) -> bool:
+    return extractor_name(record) == "python"
+
+
+def _stem(path: str) -> str:
+    return posixpath.basename(path).rsplit(".", 1)[0]
+
+
+def import_name_of(distribution: str) -> set[str]:
+    """Return the import names ``distribution`` (PEP 503 normalised) is commonly made from."""
+    names = {distribution}
+    for prefix in DISTRIBUTION_PREFIXES:
+        if distribution.startswith(prefix) and len(distribution) > len(prefix):
+            names.add(distribution[len(prefix) :])
+    for suffix in DISTRIBUTION_SUFFIXES:
+        if distribution.endswith(suffix) and len(distribution) > len(suffix):
+            names.add(distribution[: -len(suffix)])
+    return names
+
+
+class ModuleNames:
+    """The dotted names of a source's Python files, and what each absolute name resolves to."""
+
+    def __init__(self, paths: list[str], project_dirs: set[str], root_package: str | None):
+        self.packages = {posixpath.dirname(path) for path in paths if posixpath.basename(path) in PACKAGE_FILES}
+        self.roots = {"", *project_dirs}
+        self.root_package = root_package
+        self.of: dict[str, str] = {}  # path -> full name
+        self.full: dict[str, str] = {}  # full name -> path (the first in path order)
+        self.anchored: dict[str, list[str]] = {}  # name by its regular-package chain -> paths
+        for path in paths:
+            name = self._name(path, namespaces=True)
+            self.of[path] = name
+            self.full.setdefault(name, path)
+            chained = self._name(path, namespaces=False)
+            if chained != name:
+                self.anchored.setdefault(chained, []).append(path)
+        self.heads = {name.split(".", 1)[0] for name in [*self.full, *self.anchored]}
+
+    def _name(self, path: str, *, namespaces: bool) -> str:
+        directory, stem = posixpath.dirname(path), _stem(path)
         parts = [] if stem == "__init__" else [stem]
-        while directory and directory in packages:
+        while directory:
+            is_package = directory in self.packages
+            if not is_package and (not namespaces or directory in self.roots or posixpath.basename(directory) == "src"):
+                break
             directory, package = posixpath.split(directory)
             parts.insert(0, package)
-        if not directory and "" in packages and root_package:
-            parts.insert(0, root_package)
-        names[path] = ".".join(parts) or "__init__"
-    return names
+        if not directory and "" in self.packages and self.root_package:
+            parts.insert(0, self.root_package)
+        return ".".join(parts) or "__init__"
+
+    def node_id(self, path: str) -> str:
+        """Return the module's node id: by its name, or by its path too where an earlier file has the name."""
+        name = self.of[path]
+        return f"mod:py:{name}" if self.full[name] == path else f"mod:py:{name}@{path}"
+
+    def find(self, dotted: str, importer: str) -> str | None:
+        """Return the path of the module ``dotted`` names when ``importer`` imports it absolutely, or None."""
+        directory = posixpath.dirname(importer)
+        if directory and directory not in self.packages:
+            for candidate in (f"{directory}/{dotted.replace('.', '/')}.py", f"{directory}/{dotted.replace('.', '/')}/__init__.py"):
+                if candidate in self.of:
+                    return candidate
+        if dotted in self.full:
+            return self.full[dotted]
+        chained = self.anchored.get(dotted)
+        if chained:
+            return max(chained, key=lambda path: (len(posixpath.commonprefix([path, importer])), -chained.index(path)))
+        return None
 
 
 def infer_root_package(paths: list[str], imports_of: dict[str, list]) -> str | None:
@@ -55,31 +129,28 @@ def infer_root_package(paths: list[str], imports_of: dict[str, list]) -> str | N
             top.add(head[0])
         elif head[0] != "__init__.py":
             top.add(head[0].rsplit(".", 1)[0])
-    votes: Counter = Counter()
+    votes: dict[str, int] = {}
     for imports in imports_of.values():
-        for module, level, _names, _line in imports:
+        for module, level, _names, _line, *_ in imports:
             if level == 0 and "." in module:
                 first, second = module.split(".", 2)[:2]
                 if second in top and first not in top:
-                    votes[first] += 1
+                    votes[first] = votes.get(first, 0) + 1
     if not votes:
         return None
     best = max(votes.values())
     return min(name for name, count in votes.items() if count == best)
 
 
-def is_python(record) -> bool:
-    return extractor_name(record) == "python"
-
-
 class Python(Family):
     def __init__(self, linker):
         super().__init__(linker)
         self.paths = [record.path for record in linker.records if is_python(record)]
+        self.project_dirs = {posixpath.dirname(record.path) for record in linker.records if posixpath.basename(record.path) in PROJECT_FILES}
         self.root_is_package = "__init__.py" in self.paths
         self.imports_of: dict[str, list] = {}
-        self.names: dict[str, str] = {}
-        self.modules: set[str] = set()
+        self.names: ModuleNames | None = None
+        self.distributions: dict[str, str] = {}
 
     def reads(self, record):
         return self.root_is_package and is_python(record)  # the root package's name is voted by the imports
@@ -88,47 +159,82 @@ class Python(Family):
         self.imports_of[record.path] = facts.get("imports", ())
 
     def learned(self):
-        self.names = python_module_names(self.paths, infer_root_package(self.paths, self.imports_of))
-        self.modules = set(self.names.values())
+        self.names = ModuleNames(self.paths, self.project_dirs, infer_root_package(self.paths, self.imports_of))
         self.imports_of = {}
+        self.distributions = self._distributions_by_import_name()
+
+    def _distributions_by_import_name(self) -> dict[str, str]:
+        """Map import names to the declared or locked PyPI distributions they come from, where only one fits."""
+        known = self.linker.dependencies.declared | self.linker.dependencies.locked
+        candidates: dict[str, set[str]] = {}
+        for dependency in known:
+            _, ecosystem, name = dependency.split(":", 2)
+            if ecosystem == "pypi":
+                for import_name in import_name_of(name):
+                    candidates.setdefault(import_name, set()).add(name)
+        return {name: name if name in found else next(iter(found)) for name, found in candidates.items() if name in found or len(found) == 1}
 
     def emit(self, record, facts, graph):
         if not is_python(record):
             return
-        module = self.names[record.path]
-        module_id = f"mod:py:{module}"
+        names = self.names
+        module = names.of[record.path]
+        module_id = names.node_id(record.path)
         graph.node(module_id, "module", {"language": "python", "name": module}, whole_file(record))
-        is_package = record.path.endswith(("__init__.py", "__init__.pyi"))
+        is_package = posixpath.basename(record.path) in PACKAGE_FILES
         for kind, name, first, last in facts.get("defs", ()):
             symbol = graph.node(f"sym:py:{module}.{name}", kind, {"name": name}, evidence(record, first, last))
             graph.edge(module_id, "defines", symbol)
-        for imported, level, imported_names, line in facts.get("imports", ()):
-            target = self._resolve(graph, module, is_package, imported, level, imported_names)
-            if target is not None:
-                graph.edge(module_id, "imports", target, None, evidence(record, line))
+        for imported, level, imported_names, line, *how in facts.get("imports", ()):
+            attrs = {kind: True for kind in how[0]} if how else None
+            for target in self._resolve(graph, record.path, module, is_package, imported, level, imported_names):
+                graph.edge(module_id, "imports", target, attrs, evidence(record, line))
         service_calls(graph, module_id, record, facts)
 
-    def _resolve(self, graph, module, is_package, imported, level, names) -> str | None:
+    def _resolve(self, graph, path, module, is_package, imported, level, names) -> list[str]:
+        """Return the node ids an import statement's edges go to."""
         if level:
             package = module.split(".") if is_package else module.split(".")[:-1]
             if level - 1 > len(package):
-                return None
+                return []
             base = package[: len(package) - (level - 1)] + (imported.split(".") if imported else [])
+            find = self.names.full.get
         else:
             base = imported.split(".")
-        candidates = [base + [name] for name in names if name != "*"] + [base[:end] for end in range(len(base), 0, -1)]
-        for candidate in candidates:
-            dotted = ".".join(candidate)
-            if dotted in self.modules:
-                return f"mod:py:{dotted}"
-        if level or not base or not base[0]:
-            dotted = ".".join(base)
+            find = lambda dotted: self.names.find(dotted, path)  # noqa: E731
+        targets, other_names = [], not names or "*" in names
+        for name in names:
+            if name == "*":
+                continue
+            found = find(".".join([*base, name]))
+            if found is None:
+                other_names = True
+            else:
+                targets.append(self.names.node_id(found))
+        if other_names or not targets:
+            targets.append(self._module(graph, base, level, find))
+        return targets
+
+    def _module(self, graph, base: list[str], level: int, find) -> str:
+        """Return the node of the longest in-repository prefix of ``base``, or what is outside the repository."""
+        for end in range(len(base), 0, -1):
+            found = find(".".join(base[:end]))
+            if found is not None:
+                return self.names.node_id(found)
+        dotted = ".".join(base)
+        head = base[0] if base else ""
+        if level or not head or head in self.names.heads and head not in STDLIB:
             graph.node(f"mod:py:{dotted}", "module", {"language": "python", "name": dotted, "missing": True})
             return f"mod:py:{dotted}"
-        head = base[0]
-        if head in PYTHON_STDLIB:
+        if head in STDLIB:
             return graph.node(f"std:py:{head}", "stdlib", {"language": "python", "name": head})
-        distribution = IMPORT_TO_DISTRIBUTION.get(".".join(base[:2])) or IMPORT_TO_DISTRIBUTION.get(head) or pypi_name(head)
-        dependency = f"dep:pypi:{distribution}"
+        dependency = f"dep:pypi:{self._distribution(base)}"
         self.linker.dependencies.imported.add(dependency)
         return dependency
+
+    def _distribution(self, base: list[str]) -> str:
+        head = base[0]
+        for name in (pypi_name(head), pypi_name(".".join(base[:2]))):
+            if name in self.distributions:
+                return self.distributions[name]
+        return IMPORT_TO_DISTRIBUTION.get(".".join(base[:2])) or IMPORT_TO_DISTRIBUTION.get(head) or pypi_name(head)

@@ -1,0 +1,202 @@
+"""Python facts on the shapes real repositories have: from-imports of submodules, namespace packages, stubs,
+same-named files, newer syntax, import names that differ from their distributions, and how a module is imported."""
+
+import pytest
+
+from analysis_jobs.pipeline.extractors.python import extract_python
+from tests.pipeline_support import analyse, write_tree
+
+
+def imports_edge(result, src, dst):
+    return next(edge for edge in result.edges_from(src, "imports") if edge["dst"] == dst)
+
+
+def test_every_submodule_named_by_a_from_import_gets_its_edge(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "pkg/__init__.py": "VERSION = 1\n",
+        "pkg/a.py": "", "pkg/b.py": "", "pkg/c.py": "",
+        "one.py": "from pkg import a, b, c\n",
+        "mixed.py": "from pkg import a, VERSION\n",
+    })
+    result = analyse(root)
+    assert result.targets("mod:py:one", "imports") == ["mod:py:pkg.a", "mod:py:pkg.b", "mod:py:pkg.c"]
+    # a name that is not a submodule is the package's own: the package keeps its edge beside the submodule's
+    assert result.targets("mod:py:mixed", "imports") == ["mod:py:pkg", "mod:py:pkg.a"]
+
+
+def test_namespace_packages_name_their_modules_and_resolve_relative_imports(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "pyproject.toml": "[project]\nname = 'r'\n",
+        "pkg/sub/app.py": "from ..config import X\nfrom . import views\n",
+        "pkg/config.py": "X = 1\n",
+        "pkg/sub/views.py": "",
+        "scripts/x.py": "def y():\n    pass\n",
+        "scripts/run.py": "from scripts.x import y\n",
+    })
+    result = analyse(root)
+    modules = {node["attrs"]["name"] for node in result.of_kind("module").values()}
+    assert modules == {"pkg.sub.app", "pkg.config", "pkg.sub.views", "scripts.x", "scripts.run"}
+    assert result.targets("mod:py:pkg.sub.app", "imports") == ["mod:py:pkg.config", "mod:py:pkg.sub.views"]
+    assert result.targets("mod:py:scripts.run", "imports") == ["mod:py:scripts.x"]
+    assert "dep:pypi:scripts" not in result.nodes
+
+
+def test_an_init_stub_marks_a_package_and_stubs_are_modules(tmp_path):
+    root = write_tree(tmp_path / "stubs", {
+        "requests-stubs/__init__.pyi": "from .api import get as get\n",
+        "requests-stubs/api.pyi": "def get(url: str) -> object: ...\n",
+        "six/__init__.pyi": "", "six/moves/__init__.pyi": "", "six/moves/urllib/__init__.pyi": "",
+    })
+    result = analyse(root)
+    names = {node["attrs"]["name"] for node in result.of_kind("module").values()}
+    assert {"six", "six.moves", "six.moves.urllib"} <= names
+    assert len(result.of_kind("module")) == 5  # three __init__.pyi never merge into one node
+
+
+def test_files_with_the_same_base_name_stay_distinct_modules(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "tests/conftest.py": "import pytest\n",
+        "api/tests/conftest.py": "import os\n",
+        "web/tests/conftest.py": "import json\n",
+    })
+    result = analyse(root)
+    modules = result.of_kind("module")
+    assert len(modules) == 3
+    assert sorted(node["evidence"][0]["path"] for node in modules.values()) == [
+        "api/tests/conftest.py", "tests/conftest.py", "web/tests/conftest.py",
+    ]
+    assert sorted(dst for src in modules for dst in result.targets(src, "imports")) == [
+        "dep:pypi:pytest", "std:py:json", "std:py:os",
+    ]
+
+
+NEWER_SYNTAX = (
+    "import os\n"
+    "type Pair[T] = tuple[T, T]\n"  # 3.12
+    "class Box[T: (int, str)]:\n"  # 3.12
+    "    def get[U](self, u: U) -> T | U: ...\n"
+    "def first[T = int, *Ts = *tuple[int], **P = [int]](items: list[T]) -> T:\n"  # 3.13 defaults (PEP 696)
+    "    return f'{items[0]!r:>{10}}'\n"  # 3.12 f-string grammar
+    "match os.name:\n"
+    "    case 'nt':\n"
+    "        import ntpath\n"
+)
+
+
+def test_newer_python_syntax_parses_on_any_worker(tmp_path):
+    facts = extract_python(NEWER_SYNTAX.encode())
+    assert "error" not in facts
+    assert [row[0] for row in facts["imports"]] == ["os", "ntpath"]
+    assert [(kind, name) for kind, name, *_ in facts["defs"]] == [("type", "Pair"), ("class", "Box"), ("function", "first")]
+
+
+def test_the_graph_does_not_depend_on_the_interpreter(tmp_path, monkeypatch):
+    import sys
+
+    from analysis_jobs.pipeline.extractors import python
+
+    root = write_tree(tmp_path / "r", {"m.py": NEWER_SYNTAX})
+    here = analyse(root)
+    monkeypatch.setattr(sys, "version_info", (3, 14, 0, "final", 0))
+    monkeypatch.setattr(sys, "version", "3.14.0")
+    assert analyse(root).hash == here.hash
+    assert python.VERSION == "2"  # the extractor's own version, with no interpreter's in it
+    assert here.nodes["mod:py:m"]["evidence"][0]["extractor"] == "python@2"
+
+
+@pytest.mark.parametrize(("imported", "declared"), [
+    ("taggit", "django-taggit"), ("mptt", "django-mptt"), ("storages", "django-storages"),
+    ("graphql", "graphql-core"), ("yaml", "PyYAML"), ("jose", "python-jose"), ("dateutil", "python-dateutil"),
+])
+def test_an_import_name_maps_to_its_declared_distribution(tmp_path, imported, declared):
+    root = write_tree(tmp_path / "r", {"requirements.txt": f"{declared}==1.0\n", "app.py": f"import {imported}\n"})
+    result = analyse(root)
+    deps = result.of_kind("dependency")
+    assert len(deps) == 1, deps
+    (dep,) = deps.values()
+    assert dep["attrs"]["declared"] is True
+    assert result.targets("mod:py:app", "imports") == list(deps)
+
+
+def test_the_lockfile_names_the_distribution_of_a_transitive_import(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "requirements.txt": "flask==3.0\n",
+        "poetry.lock": (
+            '[[package]]\nname = "flask"\nversion = "3.0.0"\n\n'
+            '[[package]]\nname = "itsdangerous"\nversion = "2.1.2"\n\n'
+            '[[package]]\nname = "markupsafe"\nversion = "2.1.3"\n'
+        ),
+        "app.py": "import markupsafe\nimport itsdangerous\n",
+    })
+    result = analyse(root)
+    assert result.targets("mod:py:app", "imports") == ["dep:pypi:itsdangerous", "dep:pypi:markupsafe"]
+    assert result.nodes["dep:pypi:markupsafe"]["attrs"]["locked"] is True
+
+
+def test_no_dependency_is_invented_for_the_standard_library_stubs_or_the_repository(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "pkg/__init__.py": "",
+        "pkg/__main__.py": "import __main__\nfrom _typeshed import StrPath\nimport tomllib, zoneinfo, distutils\n",
+        "pkg/missing.py": "from pkg.gone import thing\n",
+    })
+    result = analyse(root)
+    assert result.of_kind("dependency") == {}
+    assert result.targets("mod:py:pkg.__main__", "imports") == [
+        "std:py:__main__", "std:py:_typeshed", "std:py:distutils", "std:py:tomllib", "std:py:zoneinfo",
+    ]
+    assert not any(node_id.startswith("dep:pypi:-") for node_id in result.nodes)
+
+
+def test_an_import_says_how_it_is_made(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "app.py": (
+            "from __future__ import annotations\n"
+            "import importlib\n"
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n"
+            "    import numpy\n"
+            "try:\n"
+            "    import ujson\n"
+            "except ImportError:\n"
+            "    ujson = None\n"
+            "def load():\n"
+            "    import pandas\n"
+            "    return importlib.import_module('scipy')\n"
+            "import requests\n"
+        ),
+    })
+    result = analyse(root)
+    attrs = {edge["dst"]: edge.get("attrs", {}) for edge in result.edges_from("mod:py:app", "imports")}
+    assert attrs["dep:pypi:numpy"].get("type_only") is True
+    assert attrs["dep:pypi:ujson"].get("optional") is True
+    assert attrs["dep:pypi:pandas"].get("local") is True
+    assert attrs["dep:pypi:scipy"].get("dynamic") is True
+    assert not any(attrs["dep:pypi:requests"].get(kind) for kind in ("type_only", "optional", "local", "dynamic"))
+    assert "std:py:__future__" in attrs
+
+
+def test_calls_through_sessions_and_clients_become_services(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "app.py": (
+            "import requests, httpx\n"
+            "session = requests.Session()\n"
+            "session.post('https://billing.example.com/charge')\n"
+            "api = httpx.Client(base_url='https://api.example.com/v2')\n"
+            "api.get('/users')\n"
+            "httpx.Client().delete('https://cdn.example.com/purge')\n"
+            "def go(self):\n"
+            "    self.http_client.put('https://store.example.com/item')\n"
+        ),
+    })
+    result = analyse(root)
+    calls = {edge["dst"]: edge["attrs"] for edge in result.edges if edge["kind"] == "calls"}
+    assert calls["svc:billing.example.com"]["method"] == "POST"
+    assert calls["svc:api.example.com"] == {"client": "httpx", "method": "GET", "url": "https://api.example.com/v2/users"}
+    assert calls["svc:cdn.example.com"]["method"] == "DELETE"
+    assert calls["svc:store.example.com"]["method"] == "PUT"
+
+
+def test_source_that_is_not_in_its_declared_encoding_is_a_diagnostic():
+    assert extract_python(b"x = '\xff'\n")["error"][1] == 1
+    assert "error" not in extract_python(b"# -*- coding: latin-1 -*-\nname = '\xe9'\n")
+    assert "error" not in extract_python("name = '\u00e9'\n".encode())
