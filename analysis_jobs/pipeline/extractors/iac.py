@@ -10,7 +10,9 @@ import warnings
 
 from .base import Extractor
 
-VERSION = "1"
+DOCKERFILE_VERSION = "2"  # 2: a file without a final newline parses cleanly
+COMPOSE_VERSION = "1"
+TERRAFORM_VERSION = "1"
 TERRAFORM_BLOCKS = {"resource", "data", "module", "provider"}
 
 
@@ -43,7 +45,8 @@ def _first_error_line(root) -> int:
 
 
 def extract_dockerfile(data: bytes) -> dict:
-    root = _parser("dockerfile").parse(data).root_node
+    # The grammar wants every instruction to end with a newline; one added after the last line moves no line.
+    root = _parser("dockerfile").parse(data if data.endswith(b"\n") else data + b"\n").root_node
     images, stages = [], set()
     for instruction in root.named_children:
         if instruction.type != "from_instruction":
@@ -121,6 +124,6 @@ def extract_terraform(data: bytes) -> dict:
     return result
 
 
-DOCKERFILE = Extractor("dockerfile", VERSION, extract_dockerfile)
-COMPOSE = Extractor("compose", VERSION, extract_compose)
-TERRAFORM = Extractor("terraform", VERSION, extract_terraform)
+DOCKERFILE = Extractor("dockerfile", DOCKERFILE_VERSION, extract_dockerfile)
+COMPOSE = Extractor("compose", COMPOSE_VERSION, extract_compose)
+TERRAFORM = Extractor("terraform", TERRAFORM_VERSION, extract_terraform)
