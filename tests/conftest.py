@@ -17,6 +17,11 @@ from analysis_jobs.worker import AnalysisWorker
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config):
+    """Make ``var/``, where the SQLite test databases live, so a bare ``pytest`` in a fresh clone works."""
+    (ROOT / "var").mkdir(exist_ok=True)
+
+
 def pytest_collection_modifyitems(config, items):
     """Leave out the tests written for the other engine's pass (reported as deselected, never skipped)."""
     from django.conf import settings
