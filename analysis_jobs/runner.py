@@ -109,13 +109,25 @@ class AnalysisWorkerRunner:
         self._stopping = threading.Event()
         self._next_sweep_at: dt.datetime | None = None
         self._grace_timer: threading.Timer | None = None
+        # Guards the run's life (not started, running, finished) and the grace timer against request_stop()
+        # from another thread or a signal handler; reentrant because that handler runs on the thread it interrupts.
+        self._life_lock = threading.RLock()
+        self._life = "new"
         # How an idle loop waits: for a wake-up on PostgreSQL (the poll interval is the fallback), else a sleep.
         self.waiter = waiter or waiter_for(self.control_plane.using, self.clock)
 
     # -- the loop ----------------------------------------------------------------------------------------------
 
     def run(self) -> RunReport:
-        """Run the poll loop until stopped, ``max_jobs`` are done, or (burst) nothing is eligible."""
+        """Run the poll loop until stopped, ``max_jobs`` are done, or (burst) nothing is eligible.
+
+        A runner runs once: its worker's heartbeat is closed when the run ends, so a second run (or a second
+        thread's run alongside the first) is refused rather than left holding leases nothing renews.
+        """
+        with self._life_lock:
+            if self._life != "new":
+                raise RuntimeError(f"This runner has {'already run' if self._life == 'finished' else 'a run going'}: make a new AnalysisWorkerRunner.")
+            self._life = "running"
         logger.info("worker id=%s event=started burst=%s", self.worker_id, self.burst)
         try:
             while not self._stopping.is_set():
@@ -136,11 +148,14 @@ class AnalysisWorkerRunner:
                         break
                     self.waiter.wait(self._stopping, self._until_next_poll(polled_at))
         finally:
-            if self._grace_timer is not None:
-                self._grace_timer.cancel()
+            with self._life_lock:
+                self._life = "finished"  # from here on request_stop() starts no timer
+                grace_timer = self._grace_timer
+            if grace_timer is not None:
+                grace_timer.cancel()
                 # A hand-back already under way stops the job first and writes after: let it write before the
                 # process may exit, or the job would sit running until its lease lapses.
-                self._grace_timer.join()
+                grace_timer.join()
             self.waiter.close()
             self.worker.close()
             logger.info("worker id=%s event=stopped jobs=%s", self.worker_id, self.report.jobs)
@@ -245,14 +260,18 @@ class AnalysisWorkerRunner:
 
     def request_stop(self) -> None:
         """Stop claiming; the job running now gets ``grace`` seconds, then goes back to the queue."""
-        if self._stopping.is_set():
-            raise WorkerExit()
-        logger.info("worker id=%s event=stopping grace=%s", self.worker_id, self.grace)
-        self._stopping.set()
+        with self._life_lock:
+            if self._stopping.is_set():
+                raise WorkerExit()
+            logger.info("worker id=%s event=stopping grace=%s", self.worker_id, self.grace)
+            if self._life == "running":
+                # Started before the flag is set, so a run that sees the flag and ends finds a started timer.
+                timer = threading.Timer(self.grace, self._grace_expired)
+                timer.daemon = True
+                timer.start()
+                self._grace_timer = timer
+            self._stopping.set()
         self.waiter.wake()
-        self._grace_timer = threading.Timer(self.grace, self._grace_expired)
-        self._grace_timer.daemon = True
-        self._grace_timer.start()
 
     def _grace_expired(self) -> None:
         if self.worker.hand_back_now():

@@ -8,6 +8,7 @@ import datetime as dt
 import logging
 import os
 import re
+import threading
 import time
 
 import pytest
@@ -422,7 +423,88 @@ def test_a_second_stop_request_raises_worker_exit(db, build_runner):
     runner.request_stop()
     with pytest.raises(WorkerExit):
         runner.request_stop()
-    runner._grace_timer.cancel()
+    assert runner._grace_timer is None  # a runner that is not running has no job to give a grace
+
+
+class IdleWaiter:
+    """A waiter that says when the runner is idle in it and blocks until the stop event is set."""
+
+    def __init__(self):
+        self.idle = threading.Event()
+        self.closed = False
+
+    def wait(self, stopping, seconds):
+        self.idle.set()
+        stopping.wait(10)
+        return False
+
+    def wake(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+def run_in_thread(runner):
+    """Start ``runner.run()`` on another thread; return (thread, outcome dict filled when it ends)."""
+    outcome = {"ended": threading.Event()}
+
+    def target():
+        try:
+            outcome["report"] = runner.run()
+        except BaseException as error:  # the assertion is on what escaped
+            outcome["error"] = error
+        finally:
+            outcome["ended"].set()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_stop_from_another_thread_while_idle_ends_the_run_cleanly(transactional_db, build_runner, monkeypatch):
+    waiter = IdleWaiter()
+    runner = build_runner(burst=False, grace=600, waiter=waiter)
+    worker_closed = []
+    close_worker = runner.worker.close
+    monkeypatch.setattr(runner.worker, "close", lambda: (worker_closed.append(True), close_worker()))
+    thread, outcome = run_in_thread(runner)
+
+    class TimerStartedAfterTheRunLeft(threading.Timer):
+        """Forces the defect's interleaving: if the stop flag is already set when the grace timer is started,
+        start it only after the run has left its loop and ended."""
+
+        def start(self):
+            if runner._stopping.is_set():
+                outcome["ended"].wait(10)
+            super().start()
+
+    monkeypatch.setattr(runner_module.threading, "Timer", TimerStartedAfterTheRunLeft)
+    assert waiter.idle.wait(10)
+    runner.request_stop()
+    thread.join(10)
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["report"].jobs == 0
+    assert waiter.closed and worker_closed
+
+
+def test_a_runner_runs_once(db, build_runner):
+    runner = build_runner()
+    runner.run()
+    with pytest.raises(RuntimeError, match="already run: make a new AnalysisWorkerRunner"):
+        runner.run()
+
+
+def test_a_second_thread_cannot_run_a_runner_that_is_running(transactional_db, build_runner):
+    waiter = IdleWaiter()
+    runner = build_runner(burst=False, grace=600, waiter=waiter)
+    thread, outcome = run_in_thread(runner)
+    assert waiter.idle.wait(10)
+    with pytest.raises(RuntimeError, match="a run going"):
+        runner.run()
+    runner.request_stop()
+    thread.join(10)
+    assert "report" in outcome
 
 
 def test_a_second_signal_mid_job_hands_the_job_back_and_exits(db, build_runner, make_job):
