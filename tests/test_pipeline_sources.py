@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import shutil
 import threading
 import time
 from types import SimpleNamespace
@@ -411,3 +412,47 @@ def test_a_revision_is_read_as_its_objects_are_even_where_a_replace_ref_stands_i
     result = analyse(root, commit=first, cache=cache)
     assert result.targets("mod:py:app", "imports") == ["dep:pypi:requests"]  # what the commit holds
     assert cache.digests[original].sha256 == hashlib.sha256(b"import requests\n").hexdigest()
+
+
+def test_a_revision_keeps_tracked_files_that_a_gitignore_pattern_matches(tmp_path):
+    root = write_tree(tmp_path / "monorepo", {
+        ".gitignore": "package.json\n!/package.json\n",  # a generated manifest, ignored, but one is committed
+        "package.json": '{"name": "root", "workspaces": ["packages/*"]}\n',
+        "packages/x/package.json": '{"name": "x"}\n',
+        "packages/x/index.js": "",
+    })
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "add", "-f", "packages/x/package.json")  # tracked although ignored
+    git(root, "commit", "-q", "-m", "tracked")
+    revision = analyse(root, commit=git(root, "rev-parse", "HEAD"))
+    assert "packages/x/package.json" in files(revision)
+    assert "packages/x/package.json" not in files(analyse(root))  # a directory keeps gitignore's semantics
+
+
+def test_a_submodule_is_one_diagnostic_alike_in_a_directory_and_its_revision(tmp_path):
+    library = write_tree(tmp_path / "library", {"lib.py": "import os\n"})
+    commit_tree(library)
+    root = write_tree(tmp_path / "app", {"app.py": "import json\n"})
+    git(root, "init", "-q")
+    git(root, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(library), "vendor/library")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "with a submodule")
+    revision = analyse(root, commit=git(root, "rev-parse", "HEAD"))
+    checked_out = analyse(root)
+    assert "diag:submodule-not-read:vendor/library" in revision.nodes
+    assert "file:vendor/library/lib.py" not in checked_out.nodes
+    assert checked_out.hash == revision.hash
+    shutil.rmtree(root / "vendor" / "library")  # a clone whose submodules were never initialised
+    (root / "vendor" / "library").mkdir()
+    assert analyse(root).hash == revision.hash
+
+
+def test_a_missing_blob_is_a_diagnostic_and_the_rest_of_the_revision_is_analysed(tmp_path):
+    root = write_tree(tmp_path / "repo", {"app.py": "import json\n", "lost.py": "import os\n"})
+    commit = commit_tree(root)
+    lost = git(root, "rev-parse", f"{commit}:lost.py")
+    (root / ".git" / "objects" / lost[:2] / lost[2:]).unlink()  # a damaged or partial object store
+    result = analyse(root, commit=commit)
+    assert result.nodes["diag:file-unreadable:lost.py"]["attrs"]["code"] == "file-unreadable"
+    assert result.targets("mod:py:app", "imports") == ["std:py:json"]

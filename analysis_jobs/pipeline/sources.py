@@ -7,8 +7,11 @@ revision that holds the same files give the same inventory:
 - paths are relative, ``/``-separated and NFC; a name that is not UTF-8 is shown with ``\\xNN`` escapes;
   an absolute path or one with an empty, ``.`` or ``..`` part is never read (``unsafe``);
 - a symlink is never followed (``symlink``, with whether its target stays inside the source);
-- gitignore-style patterns from the settings, then each directory's ``.gitignore``, exclude paths (the last
-  matching pattern wins, as in git; a ``.gitignore`` that is not a regular file is not read, as git does not);
+- gitignore-style patterns from the settings exclude paths in both; in a directory each ``.gitignore`` does too
+  (the last matching pattern wins, as in git; one that is not a regular file is not read, as git does not),
+  while a revision lists only tracked files, which git never ignores, so its ``.gitignore`` files are not read;
+- a submodule is listed, never entered: in a revision its gitlink, in a directory a folder ``.gitmodules``
+  names or that holds a ``.git`` of its own;
   a directory holding ``pyvenv.cfg`` is a virtual environment and skipped;
 - a file is read only if it is still a regular file when opened, without blocking: never a FIFO or a device;
 - each file has a stamp that names its bytes without reading them: the blob id in a revision, a digest of
@@ -159,6 +162,14 @@ def read_regular_file(path: bytes, limit: int) -> bytes | None:
             return None
 
 
+SUBMODULE_PATH = re.compile(rb"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def _submodule_paths(gitmodules: bytes) -> frozenset[str]:
+    """Return the paths a ``.gitmodules`` file gives its submodules (a folder not checked out holds no ``.git``)."""
+    return frozenset(display_path(match.group(1).strip(b'"')) for match in SUBMODULE_PATH.finditer(gitmodules))
+
+
 class DirectorySource:
     """A directory tree on this machine.
 
@@ -179,6 +190,7 @@ class DirectorySource:
         self.commit = ""
         self.time_ns = time_ns
         self._settled_before = 0
+        self._submodules: frozenset[str] = frozenset()
 
     @property
     def identity(self) -> str:
@@ -191,6 +203,7 @@ class DirectorySource:
         listing = self._list(root, b"")
         if listing is None:
             raise SourceNotFound("The source directory cannot be read.")
+        self._submodules = _submodule_paths(read_regular_file(os.path.join(root, b".gitmodules"), 1 << 20) or b"")
         stack = [iter(listing)]
         while stack:
             for child, raw in stack[-1]:
@@ -200,7 +213,10 @@ class DirectorySource:
                         if not self.exclusions.excluded(path, False):
                             yield Entry(path, "symlink", inside=symlink_stays_inside(path, os.readlink(child.path)))
                     elif child.is_dir(follow_symlinks=False):
-                        if not self.exclusions.excluded(path, True):
+                        if path in self._submodules or os.path.lexists(os.path.join(child.path, b".git")):
+                            if not self.exclusions.excluded(path, False):  # as a revision checks its gitlink
+                                yield Entry(path, "submodule")
+                        elif not self.exclusions.excluded(path, True):
                             listing = self._list(child.path, raw)
                             if listing is None:
                                 yield Entry(path, "special")
@@ -335,26 +351,18 @@ class GitSource:
         rows = self._listing()
         venvs = {posixpath.dirname(display_path(raw)) for raw, *_ in rows if is_named(raw, b"pyvenv.cfg")}
         venvs.discard("")
-        # As git does, a .gitignore that is a symlink (mode 120000) is not read: its blob is the link's target.
-        ignores = [(raw, oid) for raw, mode, oid, _ in rows if is_named(raw, b".gitignore") and mode in FILE_MODES]
-        ignore_data = dict(self._cat([oid for _, oid in ignores]))
+        # Every listed path is tracked, and git never ignores a tracked file: the .gitignore files are not read.
         admitted: dict[str, bool] = {"": True}
 
         def directory_admitted(directory: str) -> bool:
             if directory not in admitted:
-                parent = posixpath.dirname(directory)
                 admitted[directory] = (
-                    directory_admitted(parent)
+                    directory_admitted(posixpath.dirname(directory))
                     and directory not in venvs
                     and not self.exclusions.excluded(directory, True)
                 )
-                if admitted[directory] and directory in gitignores:
-                    self.exclusions.add_gitignore(directory, ignore_data.get(gitignores[directory], b""))
             return admitted[directory]
 
-        gitignores = {posixpath.dirname(display_path(raw)): oid for raw, oid in ignores}
-        if "" in gitignores:
-            self.exclusions.add_gitignore("", ignore_data.get(gitignores[""], b""))
         links = {}
         for raw, mode, oid, size in rows:
             if mode == "120000":
@@ -370,7 +378,8 @@ class GitSource:
             if mode == "160000":
                 yield Entry(path, "submodule")
             elif mode == "120000":
-                yield Entry(path, "symlink", inside=symlink_stays_inside(path, link_targets.get(oid, b"/")))
+                target = link_targets.get(oid)  # None if the object is missing: then it counts as escaping
+                yield Entry(path, "symlink", inside=target is not None and symlink_stays_inside(path, target))
             elif mode in FILE_MODES:
                 yield Entry(path, "file", size, oid, stamp=oid)
             else:
@@ -401,7 +410,13 @@ class GitSource:
                 for oid in chunk:
                     header = batch.stdout.readline().split()
                     if len(header) != 3:
-                        raise RevisionNotFound(f"The object {oid} is missing from {self.root}.")
+                        # "<oid> missing": a shallow or partial clone, or a damaged store. The file is reported
+                        # not read, and the rest of the revision is still analysed.
+                        if header[-1:] != [b"missing"]:
+                            raise RevisionNotFound(f"The object {oid} cannot be read from {self.root}.")
+                        unread -= 1
+                        yield None
+                        continue
                     data = batch.stdout.read(int(header[2]))
                     batch.stdout.read(1)  # the newline after each object
                     unread -= 1
