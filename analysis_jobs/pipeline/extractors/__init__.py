@@ -11,6 +11,10 @@ import posixpath
 import re
 
 from .base import Extractor
+from .ecosystems import (
+    CARGO_LOCK, CARGO_TOML, COMPOSER_JSON, COMPOSER_LOCK, CSPROJ, GEMFILE_LOCK, GO_MOD, GO_SUM, GRADLE_CATALOG,
+    NUGET_LOCK, POM, SETUP_PY,
+)
 from .iac import COMPOSE, DOCKERFILE, TERRAFORM
 from .javascript import JAVASCRIPT, TSX, TYPESCRIPT
 from .manifests import (
@@ -22,8 +26,9 @@ from .python import PYTHON
 # The manifests and lockfiles: their facts are ``declared`` and ``locked`` rows, which the linker reads before
 # any file is linked (what a project declares decides what its imports resolve to).
 MANIFESTS = (
-    REQUIREMENTS, PYPROJECT, SETUP_CFG, PIPFILE, PIPFILE_LOCK, POETRY_LOCK, UV_LOCK, PACKAGE_JSON, PACKAGE_LOCK,
-    YARN_LOCK, PNPM_LOCK,
+    REQUIREMENTS, PYPROJECT, SETUP_CFG, SETUP_PY, PIPFILE, PIPFILE_LOCK, POETRY_LOCK, UV_LOCK, PACKAGE_JSON,
+    PACKAGE_LOCK, YARN_LOCK, PNPM_LOCK, GO_MOD, GO_SUM, CARGO_TOML, CARGO_LOCK, POM, GRADLE_CATALOG, CSPROJ,
+    NUGET_LOCK, COMPOSER_JSON, COMPOSER_LOCK, GEMFILE_LOCK,
 )
 ALL = (PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, *MANIFESTS, DOCKERFILE, COMPOSE, TERRAFORM)
 
@@ -39,6 +44,17 @@ BY_NAME = {
     "npm-shrinkwrap.json": PACKAGE_LOCK,
     "yarn.lock": YARN_LOCK,
     "pnpm-lock.yaml": PNPM_LOCK,
+    "setup.py": SETUP_PY,
+    "go.mod": GO_MOD,
+    "go.sum": GO_SUM,
+    "Cargo.toml": CARGO_TOML,
+    "Cargo.lock": CARGO_LOCK,
+    "pom.xml": POM,
+    "libs.versions.toml": GRADLE_CATALOG,
+    "packages.lock.json": NUGET_LOCK,
+    "composer.json": COMPOSER_JSON,
+    "composer.lock": COMPOSER_LOCK,
+    "Gemfile.lock": GEMFILE_LOCK,
     "Dockerfile": DOCKERFILE,
     "Containerfile": DOCKERFILE,
 }
@@ -55,9 +71,13 @@ BY_SUFFIX = {
     ".tsx": TSX,
     ".tf": TERRAFORM,
     ".dockerfile": DOCKERFILE,
+    ".csproj": CSPROJ,
+    ".fsproj": CSPROJ,
+    ".vbproj": CSPROJ,
 }
 _COMPOSE = re.compile(r"^(docker-)?compose([.-][\w.-]+)?\.ya?ml$")
 _REQUIREMENTS = re.compile(r"^requirements.*\.(txt|in)$")
+_REQUIREMENTS_SUFFIXES = (".requirements.txt", ".requirements.in", "-requirements.txt", "-requirements.in")
 _MINIFIED = (".min.js", ".min.mjs", "-min.js", ".bundle.js")
 
 
@@ -69,7 +89,7 @@ def extractor_for(path: str) -> Extractor | None:
     if name.startswith(("Dockerfile.", "Containerfile.")):
         return DOCKERFILE
     # The patterns are tried only on names they could match: a re-analysis asks this of every listed file.
-    if name.startswith("requirements") and _REQUIREMENTS.match(name) or (
+    if name.startswith("requirements") and _REQUIREMENTS.match(name) or name.endswith(_REQUIREMENTS_SUFFIXES) or (
         directory.rpartition("/")[2] == "requirements" and name.endswith((".txt", ".in"))
     ):
         return REQUIREMENTS

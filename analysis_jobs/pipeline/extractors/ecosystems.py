@@ -1,0 +1,313 @@
+"""
+Manifests and lockfiles of the other ecosystems a monorepo holds: Go, Rust, Java, .NET, PHP, Ruby, and Python's
+``setup.py``. Each gives the same rows as the Python and npm ones (``declared``: ecosystem, name, spec, scope,
+line; ``locked``: ecosystem, name, version, line, direct or None when the lockfile cannot say).
+
+TOML is read with ``tomllib``, JSON with ``json``, XML with the standard ``xml.etree`` (never resolving
+entities), ``setup.py`` with ``ast`` (read, never executed: only literal lists count); ``go.mod``, ``go.sum``
+and ``Gemfile.lock`` are line formats, read here as their tools define them. Names are kept as each registry
+compares them: Go module paths, crates, Maven coordinates and gems as written; NuGet ids and Composer packages,
+which their registries compare without case, lower-cased.
+
+``setup.py`` is read with the worker's own ``ast``: its literal lists use no new syntax, and a file that does not
+parse gives a diagnostic like any other manifest.
+"""
+
+import ast
+import json
+import re
+import tomllib
+import xml.etree.ElementTree as ElementTree
+
+from .base import Extractor, decode
+from .manifests import _Lines, _requirement
+
+VERSION = "1"
+
+
+def _toml_key_line(lines: _Lines, header: tuple[str, ...], key: str) -> int:
+    """Return the line of ``key =`` inside the first ``[...]`` table whose header holds every part of ``header``.
+
+    ``tomllib`` gives no positions, and one key (``serde``, a version alias) may sit in several tables.
+    """
+    inside, assignment = False, re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
+    for number, line in enumerate(lines.lines, start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            inside = all(part in stripped for part in header)
+        elif inside and assignment.match(line):
+            return number
+    return 1
+
+
+# -- Python's setup.py -----------------------------------------------------------------------------------------
+
+
+def _literal_strings(node) -> list[ast.Constant] | None:
+    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(item, ast.Constant) and isinstance(item.value, str) for item in node.elts):
+        return node.elts
+    return None
+
+
+def extract_setup_py(data: bytes) -> dict:
+    """The literal ``install_requires`` and ``extras_require`` of every ``setup(...)`` call."""
+    declared = []
+
+    def add(items, scope):
+        for item in items or ():
+            parsed = _requirement(item.value)
+            if parsed is not None:
+                declared.append(["pypi", parsed[0], parsed[1], scope, item.lineno])
+
+    for node in ast.walk(ast.parse(data)):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup"):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg == "install_requires":
+                add(_literal_strings(keyword.value), "main")
+            elif keyword.arg == "extras_require" and isinstance(keyword.value, ast.Dict):
+                for key, value in zip(keyword.value.keys, keyword.value.values):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        add(_literal_strings(value), f"optional:{key.value}")
+    return {"declared": declared, "locked": []}
+
+
+# -- Go --------------------------------------------------------------------------------------------------------
+
+_GO_BLOCK = re.compile(r"^(\w+)\s*\($")
+
+
+def extract_go_mod(data: bytes) -> dict:
+    """``require`` lines, alone or in a block: a direct requirement is declared; one marked ``// indirect`` is
+    what the build needs for another module's sake, so it is only locked."""
+    declared, locked, block = [], [], None
+    for number, line in enumerate(decode(data).splitlines(), start=1):
+        code, _, comment = line.partition("//")
+        code = code.strip()
+        if block is not None:
+            if code == ")":
+                block = None
+                continue
+            words = code.split() if block == "require" else []
+        elif opened := _GO_BLOCK.match(code):
+            block = opened.group(1)
+            continue
+        else:
+            words = code.split()[1:] if code.startswith("require ") else []
+        if len(words) >= 2:
+            module, version = words[0], words[1]
+            if comment.strip().startswith("indirect"):
+                locked.append(["go", module, version, number, False])
+            else:
+                declared.append(["go", module, version, "main", number])
+    return {"declared": declared, "locked": locked}
+
+
+def extract_go_sum(data: bytes) -> dict:
+    """Every module version the build may use (a ``/go.mod``-only line counts once with its module)."""
+    seen, locked = set(), []
+    for number, line in enumerate(decode(data).splitlines(), start=1):
+        parts = line.split()
+        if len(parts) == 3:
+            module, version = parts[0], parts[1].removesuffix("/go.mod")
+            if (module, version) not in seen:
+                seen.add((module, version))
+                locked.append(["go", module, version, number, None])
+    return {"declared": [], "locked": locked}
+
+
+# -- Rust ------------------------------------------------------------------------------------------------------
+
+_CARGO_SCOPES = (("dependencies", "main"), ("dev-dependencies", "dev"), ("build-dependencies", "build"))
+
+
+def _cargo_spec(value) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if value.get("workspace"):
+            return "workspace"
+        return str(value.get("version") or ("path" if "path" in value else "git" if "git" in value else ""))
+    return ""
+
+
+def extract_cargo_toml(data: bytes) -> dict:
+    text = decode(data)
+    document, lines, declared = tomllib.loads(text), _Lines(text), []
+
+    def table(dependencies, scope, header):
+        for name, value in sorted((dependencies or {}).items()):
+            crate = value.get("package", name) if isinstance(value, dict) else name  # a renamed dependency
+            declared.append(["cargo", crate, _cargo_spec(value), scope, _toml_key_line(lines, header, name)])
+
+    for key, scope in _CARGO_SCOPES:
+        table(document.get(key), scope, (f"[{key}]",))
+    for target, tables in sorted((document.get("target") or {}).items()):
+        for key, scope in _CARGO_SCOPES:
+            table((tables or {}).get(key), f"{scope}:{target}", ("[target.", target, f".{key}]"))
+    table((document.get("workspace") or {}).get("dependencies"), "workspace", ("[workspace.dependencies]",))
+    return {"declared": declared, "locked": []}
+
+
+def extract_cargo_lock(data: bytes) -> dict:
+    """Registry and git packages; a package with no ``source`` is one of the workspace's own crates."""
+    text = decode(data)
+    lines = _Lines(text)
+    locked = [
+        ["cargo", package["name"], str(package.get("version", "")), lines.of_key(package["name"]), None]
+        for package in tomllib.loads(text).get("package") or ()
+        if isinstance(package, dict) and package.get("name") and package.get("source")
+    ]
+    return {"declared": [], "locked": locked}
+
+
+# -- Java ------------------------------------------------------------------------------------------------------
+
+
+def _xml(data: bytes):
+    if b"<!ENTITY" in data:
+        raise ValueError("XML entity declarations are not read")  # never expanded: a billion laughs stays a line
+    return ElementTree.fromstring(data)
+
+
+def _local(tag: str) -> str:
+    return tag.rpartition("}")[2]
+
+
+def _child_text(element, name: str) -> str:
+    for child in element:
+        if _local(child.tag) == name:
+            return (child.text or "").strip()
+    return ""
+
+
+def extract_pom(data: bytes) -> dict:
+    """``<dependencies>`` of the project and of its ``<dependencyManagement>`` (scope ``managed``)."""
+    root, lines, declared = _xml(data), _Lines(decode(data)), []
+    parents = {child: parent for parent in root.iter() for child in parent}
+    for container in root.iter():
+        if _local(container.tag) != "dependencies":
+            continue
+        managed = container in parents and _local(parents[container].tag) == "dependencyManagement"
+        for dependency in container:
+            if _local(dependency.tag) != "dependency":
+                continue
+            group, artifact = _child_text(dependency, "groupId"), _child_text(dependency, "artifactId")
+            if group and artifact:
+                scope = "managed" if managed else (_child_text(dependency, "scope") or "compile")
+                line = lines.of(f"<artifactId>{artifact}</artifactId>")
+                declared.append(["maven", f"{group}:{artifact}", _child_text(dependency, "version"), scope, line])
+    return {"declared": declared, "locked": []}
+
+
+def extract_gradle_catalog(data: bytes) -> dict:
+    """``gradle/libs.versions.toml``: each library with its version, a ``version.ref`` resolved."""
+    text = decode(data)
+    document, lines, declared = tomllib.loads(text), _Lines(text), []
+    versions = document.get("versions") or {}
+    for alias, entry in sorted((document.get("libraries") or {}).items()):
+        if isinstance(entry, str):
+            group, _, rest = entry.partition(":")
+            artifact, _, version = rest.partition(":")
+            module = f"{group}:{artifact}"
+        elif isinstance(entry, dict):
+            module = entry.get("module") or f"{entry.get('group', '')}:{entry.get('name', '')}"
+            version = entry.get("version", "")
+            if isinstance(version, dict):
+                version = versions.get(version.get("ref"), "") if "ref" in version else version.get("strictly") or version.get("require", "")
+        else:
+            continue
+        declared.append(["maven", module, str(version) if not isinstance(version, dict) else "", "main", _toml_key_line(lines, ("[libraries]",), alias)])
+    return {"declared": declared, "locked": []}
+
+
+# -- .NET ------------------------------------------------------------------------------------------------------
+
+
+def nuget_name(name: str) -> str:
+    return name.lower()  # NuGet package ids compare case-insensitively
+
+
+def extract_csproj(data: bytes) -> dict:
+    root, lines, declared = _xml(data), _Lines(decode(data)), []
+    for reference in root.iter():
+        if _local(reference.tag) == "PackageReference" and reference.get("Include"):
+            version = reference.get("Version") or _child_text(reference, "Version")
+            name = reference.get("Include")
+            declared.append(["nuget", nuget_name(name), version, "main", lines.of(f'"{name}"')])
+    return {"declared": declared, "locked": []}
+
+
+def extract_nuget_lock(data: bytes) -> dict:
+    text = decode(data)
+    lines, locked, seen = _Lines(text), [], set()
+    for _framework, packages in sorted((json.loads(text).get("dependencies") or {}).items()):
+        for name, entry in sorted((packages or {}).items()):
+            entry = entry or {}
+            if entry.get("type") == "Project" or (name, entry.get("resolved")) in seen:
+                continue
+            seen.add((name, entry.get("resolved")))
+            locked.append(["nuget", nuget_name(name), str(entry.get("resolved", "")), lines.of_key(name), entry.get("type") == "Direct"])
+    return {"declared": [], "locked": locked}
+
+
+# -- PHP -------------------------------------------------------------------------------------------------------
+
+
+def _composer_package(name: str) -> bool:
+    return "/" in name  # "php", "ext-json" and "lib-icu" are the platform, not packages
+
+
+def extract_composer_json(data: bytes) -> dict:
+    text = decode(data)
+    document, lines, declared = json.loads(text), _Lines(text), []
+    for key, scope in (("require", "main"), ("require-dev", "dev")):
+        for name, spec in sorted((document.get(key) or {}).items()):
+            if _composer_package(name):
+                declared.append(["composer", name.lower(), str(spec), scope, lines.of_key(name)])
+    return {"declared": declared, "locked": []}
+
+
+def extract_composer_lock(data: bytes) -> dict:
+    text = decode(data)
+    document, lines = json.loads(text), _Lines(text)
+    locked = [
+        ["composer", package["name"].lower(), str(package.get("version", "")), lines.of(f'"name": "{package["name"]}"'), None]
+        for key in ("packages", "packages-dev")
+        for package in document.get(key) or ()
+        if isinstance(package, dict) and package.get("name")
+    ]
+    return {"declared": [], "locked": locked}
+
+
+# -- Ruby ------------------------------------------------------------------------------------------------------
+
+_GEM_SPEC = re.compile(r"^    ([^\s(]+) \(([^)]+)\)$")
+_GEM_DEPENDENCY = re.compile(r"^  ([^\s(!]+)")
+
+
+def extract_gemfile_lock(data: bytes) -> dict:
+    """The gems under ``GEM`` / ``specs:`` (four spaces in), direct when ``DEPENDENCIES`` names them."""
+    section, specs, direct = None, [], set()
+    for number, line in enumerate(decode(data).splitlines(), start=1):
+        if line and not line.startswith(" "):
+            section = line.strip()
+        elif section == "GEM" and (found := _GEM_SPEC.match(line)):
+            specs.append((*found.groups(), number))  # a platform gem keeps its platform: "1.15.4-x86_64-linux"
+        elif section == "DEPENDENCIES" and (found := _GEM_DEPENDENCY.match(line)):
+            direct.add(found.group(1))
+    return {"declared": [], "locked": [["gem", name, version, line, name in direct] for name, version, line in specs]}
+
+
+SETUP_PY = Extractor("setup.py", VERSION, extract_setup_py)
+GO_MOD = Extractor("go.mod", VERSION, extract_go_mod)
+GO_SUM = Extractor("go.sum", VERSION, extract_go_sum)
+CARGO_TOML = Extractor("cargo.toml", VERSION, extract_cargo_toml)
+CARGO_LOCK = Extractor("cargo.lock", VERSION, extract_cargo_lock)
+POM = Extractor("pom.xml", VERSION, extract_pom)
+GRADLE_CATALOG = Extractor("gradle-catalog", VERSION, extract_gradle_catalog)
+CSPROJ = Extractor("csproj", VERSION, extract_csproj)
+NUGET_LOCK = Extractor("nuget-lock", VERSION, extract_nuget_lock)
+COMPOSER_JSON = Extractor("composer.json", VERSION, extract_composer_json)
+COMPOSER_LOCK = Extractor("composer.lock", VERSION, extract_composer_lock)
+GEMFILE_LOCK = Extractor("gemfile.lock", VERSION, extract_gemfile_lock)

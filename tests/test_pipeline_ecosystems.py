@@ -1,0 +1,194 @@
+"""The other ecosystems' manifests and lockfiles, and setup.py, each from a small fixture shaped like a real one."""
+
+import pytest
+
+from tests.pipeline_support import analyse, write_tree
+
+
+def declared(result, path):
+    """``{dependency: (spec, scope, line)}`` of what ``path`` declares."""
+    return {
+        edge["dst"]: (edge["attrs"]["spec"], edge["attrs"]["scope"], edge["evidence"][0]["lines"][0])
+        for edge in result.edges_from(f"file:{path}", "declares")
+    }
+
+
+def locked(result, path):
+    """``{dependency: (version, line)}`` of what ``path`` locks."""
+    return {
+        edge["dst"]: (edge["attrs"]["version"], edge["evidence"][0]["lines"][0])
+        for edge in result.edges_from(f"file:{path}", "locks")
+    }
+
+
+def test_setup_py_literal_requirements_are_read_never_run(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "setup.py": (
+            "import sys\n"
+            "from setuptools import setup\n"
+            "sys.exit('executed')\n"  # never run
+            "setup(\n"
+            "    name='app',\n"
+            "    install_requires=['requests>=2', 'Django~=5.2'],\n"
+            "    extras_require={\n"
+            "        'yaml': ['PyYAML'],\n"
+            "    },\n"
+            "    tests_require=computed(),\n"
+            ")\n"
+        ),
+        "tools/dev.requirements.txt": "pytest==8\n",
+        "requirements/base.in": "celery\n",
+    })
+    result = analyse(root)
+    assert declared(result, "setup.py") == {
+        "dep:pypi:requests": (">=2", "main", 6), "dep:pypi:django": ("~=5.2", "main", 6),
+        "dep:pypi:pyyaml": ("", "optional:yaml", 8),
+    }
+    assert declared(result, "tools/dev.requirements.txt") == {"dep:pypi:pytest": ("==8", "dev", 1)}
+    assert declared(result, "requirements/base.in") == {"dep:pypi:celery": ("", "main", 1)}
+
+
+def test_go_modules_declared_indirect_and_summed(tmp_path):
+    root = write_tree(tmp_path / "svc", {
+        "go.mod": (
+            "module example.com/svc\n\ngo 1.22\n\n"
+            "require github.com/spf13/cobra v1.8.0\n\n"
+            "require (\n"
+            "\tgithub.com/google/uuid v1.6.0\n"
+            "\tgolang.org/x/sys v0.20.0 // indirect\n"
+            ")\n\n"
+            "replace github.com/google/uuid => ../uuid\n"
+        ),
+        "go.sum": (
+            "github.com/google/uuid v1.6.0 h1:abc=\n"
+            "github.com/google/uuid v1.6.0/go.mod h1:def=\n"
+            "golang.org/x/sys v0.20.0/go.mod h1:ghi=\n"
+        ),
+    })
+    result = analyse(root)
+    assert declared(result, "go.mod") == {
+        "dep:go:github.com/spf13/cobra": ("v1.8.0", "main", 5), "dep:go:github.com/google/uuid": ("v1.6.0", "main", 8),
+    }
+    assert locked(result, "go.mod") == {"dep:go:golang.org/x/sys": ("v0.20.0", 9)}
+    assert locked(result, "go.sum") == {"dep:go:github.com/google/uuid": ("v1.6.0", 1), "dep:go:golang.org/x/sys": ("v0.20.0", 3)}
+    assert result.nodes["dep:go:golang.org/x/sys"]["attrs"] == {
+        "declared": False, "direct": False, "ecosystem": "go", "locked": True, "name": "golang.org/x/sys",
+    }
+
+
+def test_cargo_manifest_and_lock(tmp_path):
+    root = write_tree(tmp_path / "crate", {
+        "Cargo.toml": (
+            '[package]\nname = "tool"\nversion = "0.1.0"\n\n'
+            '[dependencies]\nserde = { version = "1", features = ["derive"] }\nhelpers = { path = "../helpers" }\n'
+            'rand_core = { package = "rand", version = "0.8" }\n\n'
+            '[dev-dependencies]\ntokio = "1.37"\n\n'
+            "[target.'cfg(windows)'.dependencies]\nwinapi = \"0.3\"\n"
+        ),
+        "Cargo.lock": (
+            'version = 3\n\n[[package]]\nname = "tool"\nversion = "0.1.0"\n\n'
+            '[[package]]\nname = "serde"\nversion = "1.0.200"\nsource = "registry+https://github.com/rust-lang/crates.io-index"\n'
+        ),
+    })
+    result = analyse(root)
+    assert declared(result, "Cargo.toml") == {
+        "dep:cargo:serde": ("1", "main", 6), "dep:cargo:helpers": ("path", "main", 7), "dep:cargo:rand": ("0.8", "main", 8),
+        "dep:cargo:tokio": ("1.37", "dev", 11), "dep:cargo:winapi": ("0.3", "main:cfg(windows)", 14),
+    }
+    assert locked(result, "Cargo.lock") == {"dep:cargo:serde": ("1.0.200", 8)}  # the crate itself is not a dependency
+
+
+def test_maven_pom_and_gradle_catalog(tmp_path):
+    root = write_tree(tmp_path / "java", {
+        "pom.xml": (
+            '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+            "  <dependencyManagement><dependencies>\n"
+            "    <dependency><groupId>org.springframework.boot</groupId><artifactId>spring-boot-dependencies</artifactId><version>3.2.0</version></dependency>\n"
+            "  </dependencies></dependencyManagement>\n"
+            "  <dependencies>\n"
+            "    <dependency>\n"
+            "      <groupId>junit</groupId>\n"
+            "      <artifactId>junit</artifactId>\n"
+            "      <version>4.13.2</version>\n"
+            "      <scope>test</scope>\n"
+            "    </dependency>\n"
+            "  </dependencies>\n"
+            "</project>\n"
+        ),
+        "gradle/libs.versions.toml": (
+            '[versions]\nokhttp = "4.12.0"\n\n[libraries]\n'
+            'okhttp = { module = "com.squareup.okhttp3:okhttp", version.ref = "okhttp" }\n'
+            'guava = "com.google.guava:guava:33.0.0-jre"\n'
+        ),
+    })
+    result = analyse(root)
+    assert declared(result, "pom.xml") == {
+        "dep:maven:org.springframework.boot:spring-boot-dependencies": ("3.2.0", "managed", 3),
+        "dep:maven:junit:junit": ("4.13.2", "test", 8),
+    }
+    assert declared(result, "gradle/libs.versions.toml") == {
+        "dep:maven:com.squareup.okhttp3:okhttp": ("4.12.0", "main", 5),
+        "dep:maven:com.google.guava:guava": ("33.0.0-jre", "main", 6),
+    }
+
+
+def test_an_xml_manifest_with_entities_is_a_diagnostic_not_expanded(tmp_path):
+    bomb = '<?xml version="1.0"?><!DOCTYPE p [<!ENTITY a "aaaaaaaaaa">]><project>&a;</project>\n'
+    result = analyse(write_tree(tmp_path / "r", {"pom.xml": bomb}))
+    assert result.nodes["diag:parse-error:pom.xml"]["attrs"]["code"] == "parse-error"
+
+
+def test_dotnet_project_and_lock(tmp_path):
+    root = write_tree(tmp_path / "net", {
+        "src/App/App.csproj": (
+            '<Project Sdk="Microsoft.NET.Sdk">\n  <ItemGroup>\n'
+            '    <PackageReference Include="Newtonsoft.Json" Version="13.0.3" />\n'
+            '    <PackageReference Include="Serilog">\n      <Version>3.1.1</Version>\n    </PackageReference>\n'
+            "  </ItemGroup>\n</Project>\n"
+        ),
+        "src/App/packages.lock.json": (
+            '{\n  "version": 1,\n  "dependencies": {\n    "net8.0": {\n'
+            '      "Newtonsoft.Json": {"type": "Direct", "requested": "[13.0.3, )", "resolved": "13.0.3"},\n'
+            '      "System.Memory": {"type": "Transitive", "resolved": "4.5.5"},\n'
+            '      "Lib": {"type": "Project"}\n    }\n  }\n}\n'
+        ),
+    })
+    result = analyse(root)
+    assert declared(result, "src/App/App.csproj") == {"dep:nuget:newtonsoft.json": ("13.0.3", "main", 3), "dep:nuget:serilog": ("3.1.1", "main", 4)}
+    assert locked(result, "src/App/packages.lock.json") == {"dep:nuget:newtonsoft.json": ("13.0.3", 5), "dep:nuget:system.memory": ("4.5.5", 6)}
+    assert result.nodes["dep:nuget:system.memory"]["attrs"]["direct"] is False
+
+
+def test_composer_manifest_and_lock(tmp_path):
+    root = write_tree(tmp_path / "php", {
+        "composer.json": '{\n  "require": {\n    "php": ">=8.1",\n    "ext-json": "*",\n    "Monolog/Monolog": "^3.0"\n  },\n  "require-dev": {\n    "phpunit/phpunit": "^10"\n  }\n}\n',
+        "composer.lock": '{\n  "packages": [\n    {\n      "name": "monolog/monolog",\n      "version": "3.5.0"\n    }\n  ],\n  "packages-dev": []\n}\n',
+    })
+    result = analyse(root)
+    assert declared(result, "composer.json") == {"dep:composer:monolog/monolog": ("^3.0", "main", 5), "dep:composer:phpunit/phpunit": ("^10", "dev", 8)}
+    assert locked(result, "composer.lock") == {"dep:composer:monolog/monolog": ("3.5.0", 4)}
+
+
+def test_gemfile_lock_gems_direct_or_transitive(tmp_path):
+    root = write_tree(tmp_path / "rb", {
+        "Gemfile.lock": (
+            "GEM\n  remote: https://rubygems.org/\n  specs:\n"
+            "    rack (3.0.9)\n    rails (7.1.3)\n      rack (>= 2.2.4)\n    nokogiri (1.16.2-x86_64-linux)\n\n"
+            "PLATFORMS\n  x86_64-linux\n\nDEPENDENCIES\n  rails (~> 7.1)\n  nokogiri\n\nBUNDLED WITH\n   2.5.6\n"
+        ),
+    })
+    result = analyse(root)
+    assert locked(result, "Gemfile.lock") == {
+        "dep:gem:rack": ("3.0.9", 4), "dep:gem:rails": ("7.1.3", 5), "dep:gem:nokogiri": ("1.16.2-x86_64-linux", 7),
+    }
+    direct = {name: result.nodes[f"dep:gem:{name}"]["attrs"]["direct"] for name in ("rack", "rails", "nokogiri")}
+    assert direct == {"rack": False, "rails": True, "nokogiri": True}
+
+
+@pytest.mark.parametrize(("path", "broken"), [
+    ("Cargo.toml", "[dependencies\n"), ("composer.json", "{"), ("App.csproj", "<Project>"), ("setup.py", "setup(\n"),
+    ("pom.xml", "<project><dependencies>"),
+])
+def test_a_malformed_manifest_of_any_ecosystem_is_a_diagnostic(tmp_path, path, broken):
+    result = analyse(write_tree(tmp_path / "r", {path: broken}))
+    assert f"diag:parse-error:{path}" in result.nodes
