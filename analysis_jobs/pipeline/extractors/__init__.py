@@ -19,7 +19,7 @@ from .iac import COMPOSE, DOCKERFILE, TERRAFORM
 from .javascript import JAVASCRIPT, TSX, TYPESCRIPT
 from .manifests import (
     PACKAGE_JSON, PACKAGE_LOCK, PIPFILE, PIPFILE_LOCK, PNPM_LOCK, POETRY_LOCK, PYPROJECT, REQUIREMENTS, SETUP_CFG,
-    UV_LOCK, YARN_LOCK,
+    TSCONFIG, UV_LOCK, YARN_LOCK,
 )
 from .python import PYTHON
 
@@ -30,7 +30,7 @@ MANIFESTS = (
     PACKAGE_LOCK, YARN_LOCK, PNPM_LOCK, GO_MOD, GO_SUM, CARGO_TOML, CARGO_LOCK, POM, GRADLE_CATALOG, CSPROJ,
     NUGET_LOCK, COMPOSER_JSON, COMPOSER_LOCK, GEMFILE_LOCK,
 )
-ALL = (PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, *MANIFESTS, DOCKERFILE, COMPOSE, TERRAFORM)
+ALL = (PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, TSCONFIG, *MANIFESTS, DOCKERFILE, COMPOSE, TERRAFORM)
 
 BY_NAME = {
     "pyproject.toml": PYPROJECT,
@@ -55,6 +55,8 @@ BY_NAME = {
     "composer.json": COMPOSER_JSON,
     "composer.lock": COMPOSER_LOCK,
     "Gemfile.lock": GEMFILE_LOCK,
+    "tsconfig.json": TSCONFIG,
+    "jsconfig.json": TSCONFIG,
     "Dockerfile": DOCKERFILE,
     "Containerfile": DOCKERFILE,
 }
@@ -88,6 +90,8 @@ def extractor_for(path: str) -> Extractor | None:
         return BY_NAME[name]
     if name.startswith(("Dockerfile.", "Containerfile.")):
         return DOCKERFILE
+    if name.startswith("tsconfig.") and name.endswith(".json"):
+        return TSCONFIG  # tsconfig.base.json, tsconfig.app.json
     # The patterns are tried only on names they could match: a re-analysis asks this of every listed file.
     if name.startswith("requirements") and _REQUIREMENTS.match(name) or name.endswith(_REQUIREMENTS_SUFFIXES) or (
         directory.rpartition("/")[2] == "requirements" and name.endswith((".txt", ".in"))

@@ -1,6 +1,7 @@
 """
-JavaScript and TypeScript with tree-sitter grammars: ``import``/``require`` edges, exported symbols, and
-``fetch``/``axios`` calls with a literal URL.
+JavaScript and TypeScript with tree-sitter grammars: ``import``/``require`` edges (with how each is made:
+``type_only`` for ``import type``/``export type``, ``dynamic`` for ``import("literal")``), exported symbols, and
+``fetch``/``axios`` calls with a literal URL (a ``fetch`` with its ``method`` option).
 
 Imports and calls are found by tree-sitter queries (run in C over the whole tree); exports are read from the
 program's top-level statements, the only place they can be. A file that does not parse cleanly still yields
@@ -12,7 +13,7 @@ import warnings
 
 from .base import Extractor, http_target
 
-VERSION = "1"
+VERSION = "2"
 
 QUERIES = """
 (import_statement source: (string) @import)
@@ -58,6 +59,41 @@ def _grammar(dialect: str):
                 tree_sitter_typescript.language_tsx() if dialect == "tsx" else tree_sitter_typescript.language_typescript()
             )
     return tree_sitter.Parser(language), tree_sitter.Query(language, QUERIES)
+
+
+VARIANCE = ("in", "out")
+
+
+def _is_variance_annotation(error) -> bool:
+    """Whether an error node is the parameter after TypeScript 4.7's ``in``/``out`` (``<in T, out U>``,
+    ``<in out T>``): tree-sitter-typescript 0.23 takes the keyword for the parameter's name and the name for an error."""
+    before = error.prev_named_sibling
+    return (
+        error.parent is not None and error.parent.type == "type_parameters"
+        and before is not None and before.type == "type_parameter" and _text(before) in VARIANCE
+        and all(child.type == "identifier" for child in error.named_children)
+    )
+
+
+def _fetch_method(url) -> str:
+    """Return the ``method`` of ``fetch(url, {method: "POST"})`` (GET when none is given or it is not a literal)."""
+    options = url.next_named_sibling
+    if options is not None and options.type == "object":
+        for pair in options.named_children:
+            key, value = pair.child_by_field_name("key"), pair.child_by_field_name("value")
+            if pair.type == "pair" and key is not None and _text(key).strip("'\"") == "method" and value is not None:
+                method = _string_value(value)
+                return method.upper() if method else "*"
+    return "GET"
+
+
+def _import_kinds(node, kind: str) -> list:
+    statement = node.parent
+    if kind == "dynamic":
+        return ["dynamic"]
+    if statement is not None and any(child.type == "type" for child in statement.children):
+        return ["type_only"]
+    return []
 
 
 def _text(node) -> str:
@@ -153,15 +189,15 @@ def _extract(dialect: str, data: bytes) -> dict:
     imports, calls, errors = [], [], []
     for _pattern, found in tree_sitter.QueryCursor(query).matches(root):
         if "error" in found:
-            errors.extend(node.start_point.row + 1 for node in found["error"])
+            errors.extend(node.start_point.row + 1 for node in found["error"] if not _is_variance_annotation(node))
             continue
         for kind in ("import", "require", "dynamic"):
             for node in found.get(kind, ()):
-                imports.append([_string_value(node), kind, node.start_point.row + 1])
+                imports.append([_string_value(node), kind, node.start_point.row + 1, _import_kinds(node, kind)])
         for node in found.get("fetch", ()):
             target = http_target(_string_value(node))
             if target is not None:
-                calls.append(["fetch", "GET", target[0], target[1], node.start_point.row + 1])
+                calls.append(["fetch", _fetch_method(node), target[0], target[1], node.start_point.row + 1])
         for node in found.get("axios", ()):
             target = http_target(_string_value(node) or _object_url(node))
             if target is not None:
@@ -178,10 +214,20 @@ def _extract(dialect: str, data: bytes) -> dict:
         "exports": _exports(root),
         "calls": sorted(calls, key=lambda item: (item[4], item[0], item[1], item[3])),
     }
-    if root.has_error:
-        line = min(errors, default=1)
-        result["error"] = ["syntax error (the parser recovered what it could)", line]
+    if errors or (root.has_error and not _only_variance_errors(root)):
+        result["error"] = ["syntax error (the parser recovered what it could)", min(errors, default=1)]
     return result
+
+
+def _only_variance_errors(root) -> bool:
+    """Whether every error in the tree is a variance annotation (a missing token is never one)."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.is_missing or (node.is_error and not _is_variance_annotation(node)):
+            return False
+        pending.extend(child for child in node.children if child.has_error or child.is_missing)
+    return True
 
 
 JAVASCRIPT = Extractor("javascript", VERSION, functools.partial(_extract, "javascript"))

@@ -247,7 +247,60 @@ def extract_package_json(data: bytes) -> dict:
     for field, scope in NPM_SCOPES:
         for name, spec in sorted((document.get(field) or {}).items()):
             declared.append(["npm", name, str(spec), scope, lines.of_key(name)])
-    return {"declared": declared, "locked": []}
+    facts = {"declared": declared, "locked": []}
+    if isinstance(document.get("name"), str):  # a package of its own: a workspace's imports of it stay in the repo
+        facts["package"] = [document["name"], _package_entry(document)]
+    return facts
+
+
+def _package_entry(document: dict) -> str:
+    """Return the file a bare import of the package opens (``exports["."]``, ``module`` or ``main``), or ""."""
+    exports = document.get("exports")
+    if isinstance(exports, dict):
+        exports = exports.get(".", exports if not any(key.startswith(".") for key in exports) else None)
+    while isinstance(exports, dict):  # conditions: {"import": ..., "require": ..., "default": ...}
+        exports = next((exports[key] for key in ("types", "import", "module", "default", "require") if key in exports), None)
+    for entry in (exports, document.get("module"), document.get("main")):
+        if isinstance(entry, str):
+            return entry
+    return ""
+
+
+def _without_comments(text: str) -> str:
+    """Return JSON-with-comments (``tsconfig.json``) as JSON: comments and trailing commas dropped, strings kept."""
+    out, index, length = [], 0, len(text)
+    while index < length:
+        char = text[index]
+        if char == '"':
+            end = index + 1
+            while end < length and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[index:end + 1])
+            index = end + 1
+        elif text.startswith("//", index):
+            newline = text.find("\n", index)
+            index = length if newline < 0 else newline
+        elif text.startswith("/*", index):
+            close = text.find("*/", index + 2)
+            out.append("\n" * text.count("\n", index, length if close < 0 else close))  # keep the line numbers
+            index = length if close < 0 else close + 2
+        else:
+            out.append(char)
+            index += 1
+    return _TRAILING_COMMA.sub(r"\1", "".join(out))
+
+
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def extract_tsconfig(data: bytes) -> dict:
+    """``compilerOptions.paths`` aliases and ``baseUrl``: imports through them are the repository's own files."""
+    document = json.loads(_without_comments(decode(data)))
+    options = (document.get("compilerOptions") or {}) if isinstance(document, dict) else {}
+    paths = options.get("paths") or {}
+    aliases = [[alias, [target for target in targets if isinstance(target, str)]] for alias, targets in sorted(paths.items()) if isinstance(targets, list)]
+    base_url = options.get("baseUrl")
+    return {"aliases": aliases, "base_url": base_url if isinstance(base_url, str) else None}
 
 
 def _npm_name(path: str) -> str:
@@ -363,7 +416,8 @@ PIPFILE = Extractor("pipfile", VERSION, extract_pipfile)
 PIPFILE_LOCK = Extractor("pipfile.lock", VERSION, extract_pipfile_lock)
 POETRY_LOCK = Extractor("poetry.lock", VERSION, extract_poetry_lock)
 UV_LOCK = Extractor("uv.lock", VERSION, extract_uv_lock)
-PACKAGE_JSON = Extractor("package.json", VERSION, extract_package_json)
+PACKAGE_JSON = Extractor("package.json", "2", extract_package_json)
+TSCONFIG = Extractor("tsconfig", VERSION, extract_tsconfig)
 PACKAGE_LOCK = Extractor("package-lock", VERSION, extract_package_lock)
 YARN_LOCK = Extractor("yarn.lock", VERSION, extract_yarn_lock)
 PNPM_LOCK = Extractor("pnpm-lock", VERSION, extract_pnpm_lock)

@@ -1,4 +1,10 @@
-"""JavaScript and TypeScript: a module node per file, its imports matched to files or packages, its exports and calls."""
+"""
+JavaScript and TypeScript: a module node per file, its imports matched to files or packages, its exports and calls.
+
+A bare import is the repository's own when a ``tsconfig.json`` ``paths`` alias covers it (the nearest config
+above the importing file) or when it names a workspace package (a ``package.json`` with that ``name``); only
+what is neither becomes ``dep:npm:NAME``.
+"""
 
 import posixpath
 
@@ -21,6 +27,23 @@ class JavaScript(Family):
     def __init__(self, linker):
         super().__init__(linker)
         self.paths = {record.path for record in linker.records if is_script(record)}
+        self.packages: dict[str, tuple[str, str]] = {}  # workspace package name: (its folder, its entry)
+        self.configs: dict[str, list[tuple[str, list[str]]]] = {}  # tsconfig folder: [(alias, target folders)]
+
+    def reads(self, record):
+        return extractor_name(record) in ("package.json", "tsconfig")
+
+    def learn(self, record, facts):
+        directory = posixpath.dirname(record.path)
+        if "package" in facts:
+            name, entry = facts["package"]
+            self.packages.setdefault(name, (directory, entry))
+        if facts.get("aliases"):
+            base = posixpath.normpath(posixpath.join(directory, facts.get("base_url") or "."))
+            self.configs[directory] = [
+                (alias, [posixpath.normpath(posixpath.join(base, target)) for target in targets])
+                for alias, targets in facts["aliases"]
+            ]
 
     def emit(self, record, facts, graph):
         if not is_script(record):
@@ -28,9 +51,10 @@ class JavaScript(Family):
         module_id = f"mod:js:{record.path}"
         language = "javascript" if extractor_name(record) == "javascript" else "typescript"
         graph.node(module_id, "module", {"language": language, "name": record.path}, whole_file(record))
-        for spec, _how, line in facts.get("imports", ()):
+        for spec, _how, line, *how in facts.get("imports", ()):
             if spec:
-                graph.edge(module_id, "imports", self._resolve(graph, record.path, spec), None, evidence(record, line))
+                attrs = {kind: True for kind in how[0]} if how and how[0] else None
+                graph.edge(module_id, "imports", self._resolve(graph, record.path, spec), attrs, evidence(record, line))
         for name, declares, first, last in facts.get("exports", ()):
             symbol = graph.node(f"sym:js:{record.path}#{name}", "export", {"name": name, "declares": declares},
                                 evidence(record, first, last))
@@ -40,19 +64,47 @@ class JavaScript(Family):
     def _resolve(self, graph, path: str, spec: str) -> str:
         if spec.startswith((".", "/")):
             base = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)) if not spec.startswith("/") else spec.lstrip("/")
-            stems = [base]
-            if base.endswith((".js", ".jsx", ".mjs", ".cjs")):
-                stems.append(base.rsplit(".", 1)[0])  # TypeScript's ESM style: import "./a.js" means a.ts
-            for stem in stems:
-                for candidate in [stem] + [stem + suffix for suffix in JS_SUFFIXES] + [f"{stem}/index{suffix}" for suffix in JS_SUFFIXES]:
-                    if candidate in self.paths:
-                        return f"mod:js:{candidate}"
-            return graph.node(f"mod:js:{base}", "module", {"language": "javascript", "name": base, "missing": True})
+            return self._file(graph, [base])
+        aliased = self._aliased(path, spec)
+        if aliased is not None:
+            return self._file(graph, aliased)
         bare = spec[5:] if spec.startswith("node:") else spec
         head = bare.split("/", 1)[0]
         if spec.startswith("node:") or head in NODE_BUILTINS:
             return graph.node(f"std:node:{head}", "stdlib", {"language": "javascript", "name": head})
         name = "/".join(bare.split("/", 2)[:2]) if bare.startswith("@") else head
+        if name in self.packages:
+            folder, entry = self.packages[name]
+            inside = bare[len(name):].lstrip("/")
+            return self._file(graph, [posixpath.normpath(posixpath.join(folder, inside or entry or "index"))])
         dependency = f"dep:npm:{name}"
         self.linker.dependencies.imported.add(dependency)
         return dependency
+
+    def _file(self, graph, stems: list[str]) -> str:
+        """Return the module of the first file a stem names (as Node and TypeScript try suffixes), else a missing one."""
+        for base in stems:
+            candidates = [base]
+            if base.endswith((".js", ".jsx", ".mjs", ".cjs")):
+                candidates.append(base.rsplit(".", 1)[0])  # TypeScript's ESM style: import "./a.js" means a.ts
+            for stem in candidates:
+                for candidate in [stem] + [stem + suffix for suffix in JS_SUFFIXES] + [f"{stem}/index{suffix}" for suffix in JS_SUFFIXES]:
+                    if candidate in self.paths:
+                        return f"mod:js:{candidate}"
+        base = stems[0] if stems else ""
+        return graph.node(f"mod:js:{base}", "module", {"language": "javascript", "name": base, "missing": True})
+
+    def _aliased(self, path: str, spec: str) -> list[str] | None:
+        """Return the stems a ``paths`` alias of the nearest tsconfig maps ``spec`` to, or None if none covers it."""
+        directory = posixpath.dirname(path)
+        while True:
+            for alias, targets in self.configs.get(directory, ()):
+                prefix, star, suffix = alias.partition("*")
+                if star and spec.startswith(prefix) and spec.endswith(suffix) and len(spec) >= len(prefix) + len(suffix):
+                    matched = spec[len(prefix):len(spec) - len(suffix)]
+                    return [target.replace("*", matched, 1) for target in targets]
+                if not star and spec == alias:
+                    return targets
+            if not directory:
+                return None
+            directory = posixpath.dirname(directory)
