@@ -21,6 +21,7 @@ from .manifests import (
     PACKAGE_JSON, PACKAGE_LOCK, PIPFILE, PIPFILE_LOCK, PNPM_LOCK, POETRY_LOCK, PYPROJECT, REQUIREMENTS, SETUP_CFG,
     TSCONFIG, UV_LOCK, YARN_LOCK,
 )
+from .platforms import HELM_CHART, KUBERNETES, TERRAFORM_LOCK, WORKFLOW
 from .python import PYTHON
 
 # The manifests and lockfiles: their facts are ``declared`` and ``locked`` rows, which the linker reads before
@@ -30,7 +31,12 @@ MANIFESTS = (
     PACKAGE_LOCK, YARN_LOCK, PNPM_LOCK, GO_MOD, GO_SUM, CARGO_TOML, CARGO_LOCK, POM, GRADLE_CATALOG, CSPROJ,
     NUGET_LOCK, COMPOSER_JSON, COMPOSER_LOCK, GEMFILE_LOCK,
 )
-ALL = (PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, TSCONFIG, *MANIFESTS, DOCKERFILE, COMPOSE, TERRAFORM)
+# What declares or locks dependencies besides the manifests: a Helm chart's charts, Terraform's providers.
+DECLARING = (*MANIFESTS, HELM_CHART, TERRAFORM, TERRAFORM_LOCK)
+ALL = (
+    PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, TSCONFIG, *MANIFESTS, DOCKERFILE, COMPOSE, TERRAFORM, TERRAFORM_LOCK,
+    WORKFLOW, KUBERNETES, HELM_CHART,
+)
 
 BY_NAME = {
     "pyproject.toml": PYPROJECT,
@@ -57,6 +63,8 @@ BY_NAME = {
     "Gemfile.lock": GEMFILE_LOCK,
     "tsconfig.json": TSCONFIG,
     "jsconfig.json": TSCONFIG,
+    "Chart.yaml": HELM_CHART,
+    ".terraform.lock.hcl": TERRAFORM_LOCK,
     "Dockerfile": DOCKERFILE,
     "Containerfile": DOCKERFILE,
 }
@@ -101,7 +109,10 @@ def extractor_for(path: str) -> Extractor | None:
         return COMPOSE
     if name.endswith(_MINIFIED):
         return None  # generated: listed in the inventory, not parsed
-    return BY_SUFFIX.get(posixpath.splitext(name)[1])
+    suffix = posixpath.splitext(name)[1]
+    if suffix in (".yml", ".yaml"):
+        return WORKFLOW if directory == ".github/workflows" else KUBERNETES  # GitHub reads workflows from there only
+    return BY_SUFFIX.get(suffix)
 
 
 def run_extractor(extractor: Extractor, data: bytes) -> dict:

@@ -1,5 +1,7 @@
 """
-Infrastructure as code: Dockerfile base images, docker-compose services and their images, Terraform blocks.
+Infrastructure as code: Dockerfile base images, docker-compose services and their images, Terraform blocks
+(resources, data, modules, providers, variables, outputs) and what the configuration requires (providers with
+their constraints, registry modules with their versions), as declared dependencies.
 
 Dockerfiles and Terraform are read with tree-sitter grammars (the same runtime as JavaScript, with line spans);
 compose files with PyYAML's safe composer, whose nodes carry their marks.
@@ -12,12 +14,12 @@ from .base import Extractor
 
 DOCKERFILE_VERSION = "2"  # 2: a file without a final newline parses cleanly
 COMPOSE_VERSION = "1"
-TERRAFORM_VERSION = "1"
-TERRAFORM_BLOCKS = {"resource", "data", "module", "provider"}
+TERRAFORM_VERSION = "2"  # 2: variables, outputs, required providers and registry modules
+TERRAFORM_BLOCKS = {"resource", "data", "module", "provider", "variable", "output"}
 
 
 @functools.cache
-def _parser(grammar: str):
+def grammar_parser(grammar: str):
     import tree_sitter
 
     with warnings.catch_warnings():
@@ -46,7 +48,7 @@ def _first_error_line(root) -> int:
 
 def extract_dockerfile(data: bytes) -> dict:
     # The grammar wants every instruction to end with a newline; one added after the last line moves no line.
-    root = _parser("dockerfile").parse(data if data.endswith(b"\n") else data + b"\n").root_node
+    root = grammar_parser("dockerfile").parse(data if data.endswith(b"\n") else data + b"\n").root_node
     images, stages = [], set()
     for instruction in root.named_children:
         if instruction.type != "from_instruction":
@@ -84,23 +86,89 @@ def extract_compose(data: bytes) -> dict:
                             image = str(setting.value)
                         elif field.value == "build":
                             build = str(setting.value) if isinstance(setting, yaml.ScalarNode) else "."
-                services.append([str(name.value), image, build, name.start_mark.line + 1, _end_line(lines, body.end_mark)])
+                services.append([str(name.value), image, build, name.start_mark.line + 1, end_line(lines, body.end_mark)])
     return {"services": services}
 
 
-def _end_line(lines, mark) -> int:
+def end_line(lines, mark) -> int:
     """Return the 1-based last line of a node whose end mark is ``mark`` (a block ends where the next begins)."""
     text = lines[mark.line] if mark.line < len(lines) else b""
     return mark.line if not text[: mark.column].strip() else mark.line + 1
 
 
-def _label(node) -> str:
+def hcl_label(node) -> str:
     text = _text(node)
     return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
 
 
+def hcl_blocks(body, kind: str):
+    for block in body.named_children if body is not None else ():
+        if block.type == "block" and block.named_children and _text(block.named_children[0]) == kind:
+            yield block
+
+
+def hcl_body(block):
+    return next((child for child in block.named_children if child.type == "body"), None)
+
+
+def hcl_attributes(body) -> dict:
+    """``{name: (expression node, line)}`` of a body's attributes."""
+    found = {}
+    for attribute in body.named_children if body is not None else ():
+        if attribute.type == "attribute" and len(attribute.named_children) >= 2:
+            found[_text(attribute.named_children[0])] = (attribute.named_children[-1], attribute.start_point.row + 1)
+    return found
+
+
+def hcl_string(expression) -> str | None:
+    text = _text(expression).strip()
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' and "${" not in text else None
+
+
+def _object_fields(expression) -> dict:
+    """An HCL object expression's ``{key: value text}`` (strings unquoted)."""
+    fields = {}
+    for element in _descendants(expression, "object_elem"):
+        key, value = element.named_children[0], element.named_children[-1]
+        fields[_text(key).strip().strip('"')] = hcl_string(value) or _text(value).strip()
+    return fields
+
+
+def _descendants(node, kind: str):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == kind:
+            yield current
+            continue
+        stack.extend(reversed(current.named_children))
+
+
+def provider_name(source: str) -> str:
+    """A provider source as the registry names it: ``hashicorp/aws`` (the default host dropped, lower case)."""
+    return source.lower().removeprefix("registry.terraform.io/")
+
+
+def _requirements(body) -> list:
+    """``required_providers`` (a bare name means ``hashicorp/NAME``) and registry ``module`` sources with versions,
+    as declared rows: ``dep:terraform:hashicorp/aws``, ``dep:terraform:module:terraform-aws-modules/vpc/aws``."""
+    declared = []
+    for terraform in hcl_blocks(body, "terraform"):
+        for required in hcl_blocks(hcl_body(terraform), "required_providers"):
+            for local, (expression, line) in sorted(hcl_attributes(hcl_body(required)).items()):
+                fields = _object_fields(expression) if expression.type != "literal_value" else {"version": hcl_string(expression) or ""}
+                source = fields.get("source") or f"hashicorp/{local}"
+                declared.append(["terraform", provider_name(source), fields.get("version", ""), "provider", line])
+    for module in hcl_blocks(body, "module"):
+        attributes = hcl_attributes(hcl_body(module))
+        source = hcl_string(attributes["source"][0]) if "source" in attributes else None
+        if source and "version" in attributes and not source.startswith((".", "/")) and "::" not in source:
+            declared.append(["terraform", f"module:{source.lower()}", hcl_string(attributes["version"][0]) or "", "module", attributes["source"][1]])
+    return declared
+
+
 def extract_terraform(data: bytes) -> dict:
-    root = _parser("hcl").parse(data).root_node
+    root = grammar_parser("hcl").parse(data).root_node
     blocks = []
     body = next((child for child in root.named_children if child.type == "body"), None)
     for block in body.named_children if body is not None else ():
@@ -109,16 +177,16 @@ def extract_terraform(data: bytes) -> dict:
         parts = [child for child in block.named_children if child.type in ("identifier", "string_lit")]
         if not parts or _text(parts[0]) not in TERRAFORM_BLOCKS:
             continue
-        kind, labels = _text(parts[0]), [_label(part) for part in parts[1:]]
+        kind, labels = _text(parts[0]), [hcl_label(part) for part in parts[1:]]
         source = ""
         if kind == "module":
             inner = next((child for child in block.named_children if child.type == "body"), None)
             for attribute in inner.named_children if inner is not None else ():
                 if attribute.type == "attribute" and attribute.named_children and _text(attribute.named_children[0]) == "source":
-                    source = _label(attribute.named_children[-1]).strip('"')
+                    source = hcl_label(attribute.named_children[-1]).strip('"')
         blocks.append([kind, labels[0] if labels else "", labels[1] if len(labels) > 1 else "", source,
                        block.start_point.row + 1, block.end_point.row + 1])
-    result = {"blocks": blocks}
+    result = {"blocks": blocks, "declared": _requirements(body), "locked": []}
     if root.has_error:
         result["error"] = ["Terraform syntax error", _first_error_line(root)]
     return result

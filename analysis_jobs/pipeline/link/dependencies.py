@@ -2,11 +2,11 @@
 
 import re
 
-from ..extractors import MANIFESTS
+from ..extractors import DECLARING
 from .family import Family, evidence, extractor_name
 
 _DEV_WORDS = re.compile(r"(^|[^a-z])(dev|test|tests|testing|lint|docs?|ci|bench)([^a-z]|$)")
-_MANIFEST_NAMES = frozenset(extractor.name for extractor in MANIFESTS)
+_MANIFEST_NAMES = frozenset(extractor.name for extractor in DECLARING)
 
 
 def requirements_scope(path: str) -> str:

@@ -1,8 +1,9 @@
-"""Infrastructure as code: the images files use, compose services, Terraform blocks."""
+"""Infrastructure as code and where code runs: images, compose services, Terraform blocks, CI jobs and the actions
+they use, Kubernetes objects, Helm charts."""
 
 import posixpath
 
-from .family import Family, evidence
+from .family import Family, evidence, whole_file
 
 
 class Iac(Family):
@@ -24,3 +25,24 @@ class Iac(Family):
             node = graph.node(f"tf:{directory}:{block}.{label}", f"terraform_{block}",
                               {"type": kind, "name": name, "source": source}, evidence(record, first, last))
             graph.edge(file_id, "defines", node)
+        for name, runs_on, first, last in facts.get("jobs", ()):
+            job = graph.node(f"ci:{record.path}#{name}", "ci_job", {"name": name, "runs_on": runs_on}, evidence(record, first, last))
+            graph.edge(file_id, "defines", job)
+        for uses, job, line in facts.get("actions", ()):
+            name, _, ref = uses.partition("@")
+            action = graph.node(f"action:{name}", "action", {"name": name, "local": name.startswith("./")})
+            graph.edge(f"ci:{record.path}#{job}", "uses_action", action, {"ref": ref}, evidence(record, line))
+        for image, job, line in facts.get("job_images", ()):
+            target = graph.node(f"img:{image}", "image", {"ref": image})
+            graph.edge(f"ci:{record.path}#{job}", "uses_image", target, None, evidence(record, line))
+        for kind, name, namespace, api, first, last in facts.get("objects", ()):
+            node = graph.node(f"k8s:{record.path}#{kind}/{namespace}/{name}", "k8s_object",
+                              {"kind": kind, "name": name, "namespace": namespace, "api_version": api}, evidence(record, first, last))
+            graph.edge(file_id, "defines", node)
+        for image, label, line in facts.get("object_images", ()):
+            target = graph.node(f"img:{image}", "image", {"ref": image})
+            graph.edge(f"k8s:{record.path}#{label}", "uses_image", target, None, evidence(record, line))
+        if "chart" in facts:
+            name, version = facts["chart"]
+            chart = graph.node(f"helm:{directory or '.'}", "helm_chart", {"name": name, "version": version}, whole_file(record))
+            graph.edge(file_id, "defines", chart)
