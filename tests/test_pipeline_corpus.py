@@ -1,0 +1,180 @@
+"""
+The corpus check: one synthetic repository holding every pattern the analysis must get right (a src layout
+with a namespace package, from-imports of submodules, stubs, same-named files, import kinds, newer syntax, an
+import name unlike its distribution, a JS workspace with a tsconfig alias, every ecosystem's manifest, CI,
+Kubernetes, Terraform), analysed once, its facts compared exactly: a fact gained or lost anywhere fails here.
+"""
+
+import pytest
+
+from tests.pipeline_support import analyse, write_tree
+
+CORPUS = {
+    # Python: a src layout with a namespace package, from-imports of submodules, stubs, import kinds
+    "pyproject.toml": '[project]\nname = "shop"\ndependencies = ["django-taggit>=5", "PyYAML", "httpx"]\n',
+    "src/shop/__init__.py": "",
+    "src/shop/models.py": "import taggit\nfrom shop.util import a, b\n",
+    "src/shop/util/__init__.py": "HELPER = 1\n",
+    "src/shop/util/a.py": "",
+    "src/shop/util/b.py": "",
+    "src/shop/plugins/loader.py": (  # a namespace package: no __init__.py
+        "from __future__ import annotations\n"
+        "from typing import TYPE_CHECKING\n"
+        "from ..models import Tag\n"
+        "if TYPE_CHECKING:\n    import yaml\n"
+        "try:\n    import orjson\nexcept ImportError:\n    orjson = None\n"
+        "def load(name):\n    import importlib\n    return importlib.import_module('shop.util.a')\n"
+        "import httpx\n"
+        "client = httpx.Client(base_url='https://pay.example.com')\n"
+        "client.post('/charge')\n"
+    ),
+    "src/shop/py.typed": "",
+    "stubs/shop_ext/__init__.pyi": "from _typeshed import StrPath\n",
+    "tests/conftest.py": "import pytest\n",
+    "tests/api/conftest.py": "import pytest\n",
+    "tools/gen.py": "type Pair[T = int] = tuple[T, T]\n",
+    # JavaScript/TypeScript: a workspace package, a tsconfig alias, type-only and dynamic imports, fetch
+    "web/package.json": '{"name": "web", "dependencies": {"@acme/ui": "workspace:*", "react": "^18"}}\n',
+    "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"]}},\n}\n',
+    "web/src/api.ts": "export interface Reader<out T> { read(): T }\n",
+    "web/src/app.tsx": (
+        'import type { Reader } from "@/api";\nimport { Button } from "@acme/ui";\nimport React from "react";\n'
+        'const later = import("./later");\nfetch("https://api.example.com/orders", { method: "PUT" });\n'
+    ),
+    "web/src/later.ts": "export default 1;\n",
+    "packages/ui/package.json": '{"name": "@acme/ui", "main": "index.js"}\n',
+    "packages/ui/index.js": "module.exports = { Button: 1 };\n",
+    # Other ecosystems
+    "svc/go.mod": "module example.com/svc\n\nrequire (\n\tgithub.com/google/uuid v1.6.0\n\tgolang.org/x/sys v0.20.0 // indirect\n)\n",
+    "crates/tool/Cargo.toml": '[package]\nname = "tool"\n\n[dependencies]\nserde = "1"\n',
+    "java/pom.xml": "<project><dependencies><dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.13.2</version></dependency></dependencies></project>\n",
+    "net/App.csproj": '<Project><ItemGroup><PackageReference Include="Serilog" Version="3.1.1" /></ItemGroup></Project>\n',
+    "php/composer.json": '{"require": {"php": ">=8.1", "monolog/monolog": "^3.0"}}\n',
+    "ruby/Gemfile.lock": "GEM\n  specs:\n    rack (3.0.9)\n\nDEPENDENCIES\n  rack\n",
+    "legacy/setup.py": "from setuptools import setup\nsetup(install_requires=['requests>=2'])\n",
+    # Where it runs
+    "Dockerfile": "FROM python:3.12-slim AS base\nFROM base",  # no final newline
+    ".github/workflows/ci.yml": "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n",
+    "deploy/web.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: shop/web:1.0\n",
+    "infra/main.tf": 'terraform {\n  required_providers {\n    aws = { source = "hashicorp/aws", version = "~> 5.0" }\n  }\n}\nvariable "region" {}\n',
+}
+
+
+EXPECTED_EDGES = [
+    ('ci:.github/workflows/ci.yml#test', 'uses_action', 'action:actions/checkout', {'ref': 'v4'}),
+    ('file:.github/workflows/ci.yml', 'defines', 'ci:.github/workflows/ci.yml#test', {}),
+    ('file:Dockerfile', 'uses_image', 'img:python:3.12-slim', {'stage': 'base'}),
+    ('file:crates/tool/Cargo.toml', 'declares', 'dep:cargo:serde', {'scope': 'main', 'spec': '1'}),
+    ('file:deploy/web.yaml', 'defines', 'k8s:deploy/web.yaml#Deployment//web', {}),
+    ('file:infra/main.tf', 'declares', 'dep:terraform:hashicorp/aws', {'scope': 'provider', 'spec': '~> 5.0'}),
+    ('file:infra/main.tf', 'defines', 'tf:infra:variable.region', {}),
+    ('file:java/pom.xml', 'declares', 'dep:maven:junit:junit', {'scope': 'compile', 'spec': '4.13.2'}),
+    ('file:legacy/setup.py', 'declares', 'dep:pypi:requests', {'scope': 'main', 'spec': '>=2'}),
+    ('file:net/App.csproj', 'declares', 'dep:nuget:serilog', {'scope': 'main', 'spec': '3.1.1'}),
+    ('file:php/composer.json', 'declares', 'dep:composer:monolog/monolog', {'scope': 'main', 'spec': '^3.0'}),
+    ('file:pyproject.toml', 'declares', 'dep:pypi:django-taggit', {'scope': 'main', 'spec': '>=5'}),
+    ('file:pyproject.toml', 'declares', 'dep:pypi:httpx', {'scope': 'main', 'spec': ''}),
+    ('file:pyproject.toml', 'declares', 'dep:pypi:pyyaml', {'scope': 'main', 'spec': ''}),
+    ('file:ruby/Gemfile.lock', 'locks', 'dep:gem:rack', {'version': '3.0.9'}),
+    ('file:svc/go.mod', 'declares', 'dep:go:github.com/google/uuid', {'scope': 'main', 'spec': 'v1.6.0'}),
+    ('file:svc/go.mod', 'locks', 'dep:go:golang.org/x/sys', {'version': 'v0.20.0'}),
+    ('file:web/package.json', 'declares', 'dep:npm:@acme/ui', {'scope': 'main', 'spec': 'workspace:*'}),
+    ('file:web/package.json', 'declares', 'dep:npm:react', {'scope': 'main', 'spec': '^18'}),
+    ('k8s:deploy/web.yaml#Deployment//web', 'uses_image', 'img:shop/web:1.0', {}),
+    ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Button', {}),
+    ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#Reader', {}),
+    ('mod:js:web/src/app.tsx', 'calls', 'svc:api.example.com', {'client': 'fetch', 'method': 'PUT', 'url': 'https://api.example.com/orders'}),
+    ('mod:js:web/src/app.tsx', 'imports', 'dep:npm:react', {}),
+    ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/ui/index.js', {}),
+    ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/src/api.ts', {'type_only': True}),
+    ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/src/later.ts', {'dynamic': True}),
+    ('mod:js:web/src/later.ts', 'exports', 'sym:js:web/src/later.ts#default', {}),
+    ('mod:py:shop.models', 'imports', 'dep:pypi:django-taggit', {}),
+    ('mod:py:shop.models', 'imports', 'mod:py:shop.util.a', {}),
+    ('mod:py:shop.models', 'imports', 'mod:py:shop.util.b', {}),
+    ('mod:py:shop.plugins.loader', 'calls', 'svc:pay.example.com', {'client': 'httpx', 'method': 'POST', 'url': 'https://pay.example.com/charge'}),
+    ('mod:py:shop.plugins.loader', 'defines', 'sym:py:shop.plugins.loader.load', {}),
+    ('mod:py:shop.plugins.loader', 'imports', 'dep:pypi:httpx', {}),
+    ('mod:py:shop.plugins.loader', 'imports', 'dep:pypi:orjson', {'optional': True}),
+    ('mod:py:shop.plugins.loader', 'imports', 'dep:pypi:pyyaml', {'type_only': True}),
+    ('mod:py:shop.plugins.loader', 'imports', 'mod:py:shop.models', {}),
+    ('mod:py:shop.plugins.loader', 'imports', 'mod:py:shop.util.a', {'dynamic': True, 'local': True}),
+    ('mod:py:shop.plugins.loader', 'imports', 'std:py:__future__', {}),
+    ('mod:py:shop.plugins.loader', 'imports', 'std:py:importlib', {'local': True}),
+    ('mod:py:shop.plugins.loader', 'imports', 'std:py:typing', {}),
+    ('mod:py:stubs.shop_ext', 'imports', 'std:py:_typeshed', {}),
+    ('mod:py:tests.api.conftest', 'imports', 'dep:pypi:pytest', {}),
+    ('mod:py:tests.conftest', 'imports', 'dep:pypi:pytest', {}),
+    ('mod:py:tools.gen', 'defines', 'sym:py:tools.gen.Pair', {}),
+]
+
+EXPECTED_NODES = [
+    'action:actions/checkout',
+    'ci:.github/workflows/ci.yml#test',
+    'dep:cargo:serde',
+    'dep:composer:monolog/monolog',
+    'dep:gem:rack',
+    'dep:go:github.com/google/uuid',
+    'dep:go:golang.org/x/sys',
+    'dep:maven:junit:junit',
+    'dep:npm:@acme/ui',
+    'dep:npm:react',
+    'dep:nuget:serilog',
+    'dep:pypi:django-taggit',
+    'dep:pypi:httpx',
+    'dep:pypi:orjson',
+    'dep:pypi:pytest',
+    'dep:pypi:pyyaml',
+    'dep:pypi:requests',
+    'dep:terraform:hashicorp/aws',
+    'img:python:3.12-slim',
+    'img:shop/web:1.0',
+    'k8s:deploy/web.yaml#Deployment//web',
+    'mod:js:packages/ui/index.js',
+    'mod:js:web/src/api.ts',
+    'mod:js:web/src/app.tsx',
+    'mod:js:web/src/later.ts',
+    'mod:py:shop',
+    'mod:py:shop.models',
+    'mod:py:shop.plugins.loader',
+    'mod:py:shop.util',
+    'mod:py:shop.util.a',
+    'mod:py:shop.util.b',
+    'mod:py:stubs.shop_ext',
+    'mod:py:tests.api.conftest',
+    'mod:py:tests.conftest',
+    'mod:py:tools.gen',
+    'repo:',
+    'std:py:__future__',
+    'std:py:_typeshed',
+    'std:py:importlib',
+    'std:py:typing',
+    'svc:api.example.com',
+    'svc:pay.example.com',
+    'sym:js:packages/ui/index.js#Button',
+    'sym:js:web/src/api.ts#Reader',
+    'sym:js:web/src/later.ts#default',
+    'sym:py:shop.plugins.loader.load',
+    'sym:py:tools.gen.Pair',
+    'tf:infra:variable.region',
+]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return analyse(write_tree(tmp_path_factory.mktemp("corpus") / "corpus", CORPUS))
+
+
+def test_the_corpus_gives_exactly_the_expected_edges(corpus):
+    found = sorted(
+        ((edge["src"], edge["kind"], edge["dst"], edge.get("attrs") or {})
+         for edge in corpus.edges
+         if not (edge["kind"] == "defines" and edge["src"].startswith("file:") and edge["dst"].startswith("mod:"))),
+        key=lambda edge: edge[:3],
+    )
+    assert found == sorted(EXPECTED_EDGES, key=lambda edge: edge[:3])
+
+
+def test_the_corpus_gives_exactly_the_expected_nodes_and_no_diagnostic(corpus):
+    assert sorted(node for node in corpus.nodes if not node.startswith("file:")) == EXPECTED_NODES
+    assert sorted(node for node in corpus.nodes if node.startswith("file:")) == sorted(f"file:{path}" for path in CORPUS)
