@@ -14,6 +14,7 @@ from django.utils.html import format_html
 from .clock import SystemClock
 from .control_plane import DatabaseControlPlane
 from .exceptions import CancelRefused
+from .health import why_not_running
 from .paginators import ErrorCodeFilter, EstimatedCountPaginator
 from .models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
 from .pipeline.repository import identity_for_revision
@@ -43,7 +44,7 @@ class AnalysisJobAdmin(OwnedJobsMixin, admin.ModelAdmin):
     ordering = ("-created_at", "-id")
     actions = ["request_cancellation", "retry"]
     fields = (
-        "source", "revision", "owner", "status", "stage", "progress", "attempt", "max_attempts", "cancel_requested",
+        "why", "source", "revision", "owner", "status", "stage", "progress", "attempt", "max_attempts", "cancel_requested",
         "worker_id", "lease_expires_at", "next_attempt_at", "snapshot", "error_code", "error_message",
         "created_at", "updated_at", "started_at", "completed_at",
     )
@@ -64,6 +65,10 @@ class AnalysisJobAdmin(OwnedJobsMixin, admin.ModelAdmin):
 
     def has_retry_permission(self, request):
         return request.user.has_perm("analysis_jobs.add_analysisjob")
+
+    @admin.display(description="why isn't it running?")
+    def why(self, job):
+        return why_not_running(job, clock.now())
 
     @admin.display(description="attempt", ordering="attempt")
     def attempts(self, job):

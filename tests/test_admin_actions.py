@@ -73,3 +73,14 @@ def test_request_cancellation_reports_acted_and_ineligible(admin_client, fake_cl
     response = _post(admin_client, "request_cancellation", queued, done)
     assert "Cancellation requested for 1 job(s). 1 not eligible" in response.content.decode()
     assert AnalysisJob.objects.get(pk=queued.pk).status == JobStatus.CANCELLED
+
+
+def test_the_change_page_says_why_the_job_is_not_running(admin_client, control_plane, make_job, fake_clock, monkeypatch):
+    from analysis_jobs import admin
+
+    monkeypatch.setattr(admin, "clock", fake_clock)
+    job = make_job()
+    control_plane.claim(job.pk, "worker-7")
+    page = admin_client.get(reverse("admin:analysis_jobs_analysisjob_change", args=[job.pk])).content.decode()
+    assert "why isn&#x27;t it running?" in page.lower()
+    assert "Running on worker worker-7" in page
