@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connections, transaction
 from django.db.models import F, Q
 
-from . import statements
+from . import signals, statements
 from .clock import Clock, SystemClock
 from .decisions import Fail, Requeue
 from .documents import Chunk, ChunkWriter, DocumentStore, StoredDocument
@@ -567,6 +567,7 @@ class DatabaseControlPlane:
         """
         done = self._execute(statements.COMPLETE, {**self._owner(lease), "now": self.clock.now()}) == 1
         if done:
+            _announce(self.using, JobStatus.COMPLETED, [lease.job_id])
             logger.info("job id=%s attempt=%s stage=done state=completed worker=%s", lease.job_id, lease.attempt, lease.worker_id)
         return done
 
@@ -598,6 +599,7 @@ class DatabaseControlPlane:
                 return False
             if building is not None and building != snapshot_id:
                 snapshots.filter(pk=building, state=SnapshotState.BUILDING).delete()
+            _announce(self.using, JobStatus.COMPLETED, [lease.job_id])
         logger.info(
             "job id=%s attempt=%s stage=done state=completed worker=%s reused=%s",
             lease.job_id, lease.attempt, lease.worker_id, snapshot_id,
@@ -637,6 +639,7 @@ class DatabaseControlPlane:
             )
             for source in reusing
         ])
+        _announce(self.using, JobStatus.COMPLETED, [job.pk for job in jobs])
         for job in jobs:
             logger.info("job id=%s event=enqueued state=completed reused=%s", job.pk, job.snapshot_id)
         return {job.source: job for job in jobs}
@@ -657,6 +660,7 @@ class DatabaseControlPlane:
             )
             if done:
                 self._fail_building_snapshot(lease.job_id, CANCELLED_CODE)
+                _announce(self.using, JobStatus.CANCELLED, [lease.job_id])
         if done:
             logger.info("job id=%s attempt=%s stage=%s state=cancelled worker=%s", lease.job_id, lease.attempt, "", lease.worker_id)
         return done
@@ -700,6 +704,7 @@ class DatabaseControlPlane:
                 )
                 if not done:
                     return self.complete(lease)
+                _announce(self.using, JobStatus.FAILED, [lease.job_id])
                 state = "failed"
             if done:
                 self._fail_building_snapshot(lease.job_id, decision.code)
@@ -760,6 +765,7 @@ class DatabaseControlPlane:
                 error_message=f"Cancelled before it started{f' by {by}' if by else ''}.",
             )
             if cancelled:
+                _announce(self.using, JobStatus.CANCELLED, [job_id])
                 logger.info("job id=%s event=cancelled by=%s", job_id, by or "-")
                 return CancelOutcome.CANCELLED
             if self._jobs().filter(pk=job_id, status=JobStatus.RUNNING).update(cancel_requested=True, updated_at=now):
@@ -771,6 +777,20 @@ class DatabaseControlPlane:
             if status in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED):
                 raise CancelRefused(f"Job {job_id} is already {status}.")
             # It moved between queued and running while we looked: try again.
+
+
+_FINISHED_SIGNALS = {
+    JobStatus.COMPLETED: signals.analysis_completed,
+    JobStatus.FAILED: signals.analysis_failed,
+    JobStatus.CANCELLED: signals.analysis_cancelled,
+}
+
+
+def _announce(using: str, status: str, job_ids) -> None:
+    """Send the finished signal for each job once the transaction that finished it commits (at once outside one)."""
+    signal = _FINISHED_SIGNALS[status]
+    for job_id in job_ids:
+        transaction.on_commit(lambda job_id=job_id: signal.send(sender=AnalysisJob, job_id=job_id), using=using)
 
 
 def is_database_unavailable(exc: BaseException) -> bool:

@@ -143,6 +143,8 @@ ANALYSIS_JOBS = {
         ".next/", ".nuxt/", "coverage/", "htmlcov/", ".terraform/", "target/",
     ]),
     "HONOUR_GITIGNORE": env.bool("ANALYSIS_HONOUR_GITIGNORE", default=True),
+    # The folders the HTTP API may queue sources from (comma-separated); unset, the API refuses every source.
+    "SOURCE_ROOTS": env.list("ANALYSIS_SOURCE_ROOTS", default=[]),
     "MAX_FILE_BYTES": env.int("ANALYSIS_MAX_FILE_BYTES", default=2 * 1024 * 1024),  # larger files: listed, not read
     "MAX_TOTAL_BYTES": env.int("ANALYSIS_MAX_TOTAL_BYTES", default=1024 * 1024 * 1024),  # whole source, else fail
     "MAX_FILES": env.int("ANALYSIS_MAX_FILES", default=200_000),

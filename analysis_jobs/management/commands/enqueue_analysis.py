@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
+from analysis_jobs.api import SourceRefused, checked_source
 from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.exceptions import AnalysisError
 from analysis_jobs.management.arguments import positive_int
@@ -106,21 +107,10 @@ class Command(OneShotCommand):
             raise CommandError(f"No user is called {username!r}.") from None
 
     def _source(self, path):
-        if not os.path.exists(path):
-            raise CommandError(f"{path}: no such file or directory; nothing was queued.")
-        if not os.path.isdir(path):
-            raise CommandError(f"{path}: not a directory; nothing was queued.")
-        if not os.access(path, os.R_OK | os.X_OK):
-            raise CommandError(f"{path}: permission denied; nothing was queued.")
-        source = os.path.realpath(path)
-        shown = os.fsencode(source).decode("utf-8", errors="backslashreplace")
-        if shown != source:
-            # The job stores its source as text: a name that is not UTF-8 could be neither stored nor found again.
-            raise CommandError(f"{shown}: the path is not valid UTF-8; rename it to queue it. Nothing was queued.")
-        limit = AnalysisJob._meta.get_field("source").max_length
-        if len(source) > limit:
-            raise CommandError(f"{source[:60]}...: the path is longer than {limit} characters; nothing was queued.")
-        return source
+        try:
+            return checked_source(path)
+        except SourceRefused as refused:
+            raise CommandError(f"{refused}; nothing was queued.") from None
 
     def _follow(self, job, interval):
         """Poll the job and show its progress until it ends: a bar on a terminal, else a line per change."""
