@@ -16,7 +16,7 @@ from .control_plane import DatabaseControlPlane
 from .exceptions import CancelRefused
 from .health import why_not_running
 from .paginators import ErrorCodeFilter, EstimatedCountPaginator
-from .models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
+from .models import AnalysisJob, AnalysisSnapshot, ApiToken, JobStatus, SnapshotState
 from .pipeline.repository import identity_for_revision
 from .pipeline.summary import describe
 
@@ -181,4 +181,17 @@ class AnalysisSnapshotAdmin(OwnedJobsMixin, admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are made by ``create_api_token`` (which shows the token once); here they are seen and revoked."""
+
+    list_display = ("name", "user", "created_at")
+    fields = ("name", "user", "created_at")
+    readonly_fields = fields
+    list_select_related = ("user",)
+
+    def has_add_permission(self, request):
         return False

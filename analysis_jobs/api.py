@@ -3,7 +3,7 @@ The Python API for other Django apps: queue an analysis, cancel it, read it. The
 HTTP API go through the same control plane, so a job queued here is claimed, leased and retried like any other.
 
     from analysis_jobs import api
-    job = api.enqueue("/srv/repos/shop", revision="main", owner=request.user)
+    job, created = api.enqueue("/srv/repos/shop", revision="main", owner=request.user)
     api.cancel(job.pk, by=request.user.username)
     api.get(job.pk).status
 
@@ -59,10 +59,11 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def enqueue(source: str, *, revision: str = "", owner=None, max_attempts: int | None = None, roots=None) -> AnalysisJob:
-    """Queue an analysis of ``source`` (at ``revision``, if given) and return its job.
+def enqueue(source: str, *, revision: str = "", owner=None, max_attempts: int | None = None, roots=None):
+    """Queue an analysis of ``source`` (at ``revision``, if given); return ``(job, created)``, as
+    ``get_or_create`` does.
 
-    A source and revision with a job already queued or running return that job; a revision whose commit was
+    A source and revision with a job already queued or running return that job, not created; a revision whose commit was
     analysed already returns a job completed at once on that snapshot. Raises ``SourceRefused`` for a source that
     cannot be read or lies outside ``roots``, and ``AnalysisError`` (``RevisionNotFound``...) for a revision that
     names no commit there.
@@ -71,10 +72,9 @@ def enqueue(source: str, *, revision: str = "", owner=None, max_attempts: int | 
     revision = revision.strip()
     commit = resolve_revision(source, revision) if revision else ""
     identity = identity_for_revision(source, commit, PipelineConfig.from_settings()) if commit else ""
-    job, _created = DatabaseControlPlane().enqueue(
+    return DatabaseControlPlane().enqueue(
         source, revision=revision, owner=owner, max_attempts=max_attempts, commit=commit, reuse_identity=identity,
     )
-    return job
 
 
 def cancel(job_id: int, *, by: str = "") -> CancelOutcome:

@@ -6,6 +6,9 @@ The check constraints below are the invariants the control plane relies on, so a
 database instead of leaving a job that no worker and no sweep will ever touch again.
 """
 
+import hashlib
+import secrets
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -269,3 +272,26 @@ class StatDigest(FileDigest):
 
     def __str__(self):
         return f"stamp {self.stamp[:12]}"
+
+
+class ApiToken(models.Model):
+    """A bearer token for the HTTP API, acting as its user. Only the token's SHA-256 is kept: the token itself is
+    shown once, when made (``create_api_token``), and a leaked table gives no one a token to present."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="analysis_api_tokens")
+    digest = models.CharField(max_length=64, unique=True)
+    name = models.CharField(max_length=100, blank=True, default="", help_text="What the token is for.")
+    created_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"API token {self.name or self.pk} of {self.user}"
+
+    @staticmethod
+    def digest_of(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user, name: str = "", *, now) -> tuple["ApiToken", str]:
+        """Make a token for ``user``; return the row and the token, which is never stored."""
+        token = secrets.token_urlsafe(32)
+        return cls.objects.create(user=user, digest=cls.digest_of(token), name=name, created_at=now), token

@@ -29,9 +29,10 @@ def heard():
 
 
 def test_enqueue_get_and_cancel(db, source_dir):
-    job = api.enqueue(str(source_dir))
+    job, created = api.enqueue(str(source_dir))
+    assert created
     assert (api.get(job.pk).status, api.get(job.pk).source) == (JobStatus.QUEUED, str(source_dir.resolve()))
-    assert api.enqueue(str(source_dir)).pk == job.pk  # one active job per source and revision
+    assert api.enqueue(str(source_dir)) == (job, False)  # one active job per source and revision
     assert api.cancel(job.pk, by="app") is CancelOutcome.CANCELLED
     with pytest.raises(CancelRefused, match="already cancelled"):
         api.cancel(job.pk)
@@ -41,7 +42,7 @@ def test_enqueue_get_and_cancel(db, source_dir):
 
 def test_enqueue_resolves_a_revision_and_refuses_what_it_cannot_queue(db, source_dir, tmp_path):
     commit = commit_all(source_dir)
-    assert api.enqueue(str(source_dir), revision="HEAD").commit == commit
+    assert api.enqueue(str(source_dir), revision="HEAD")[0].commit == commit
     with pytest.raises(RevisionNotFound):
         api.enqueue(str(source_dir), revision="no-such-branch")
     with pytest.raises(api.SourceRefused, match="no such file or directory") as refused:
@@ -57,7 +58,7 @@ def test_roots_limit_what_may_be_queued_even_through_a_symlink(db, source_dir, t
     with pytest.raises(api.SourceRefused, match="not under an allowed source root") as refused:
         api.enqueue(str(allowed / "escape"), roots=[str(allowed)])
     assert refused.value.code == "source-outside-roots"
-    assert api.enqueue(str(source_dir), roots=[str(source_dir.parent)]).source == str(source_dir.resolve())
+    assert api.enqueue(str(source_dir), roots=[str(source_dir.parent)])[0].source == str(source_dir.resolve())
 
 
 def test_each_finish_is_heard_once_after_commit(transactional_db, control_plane, make_job, heard):
