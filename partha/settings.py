@@ -154,8 +154,12 @@ ANALYSIS_JOBS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "analysis_jobs.logs.JsonFormatter"},
+    },
+    # ANALYSIS_LOG_FORMAT=json: one JSON object per line, with job, attempt, worker, stage and event as fields.
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": env.str("ANALYSIS_LOG_FORMAT", default="plain")}},
     "loggers": {
         "analysis_jobs": {"handlers": ["console"], "level": env.str("ANALYSIS_LOG_LEVEL", default="INFO"), "propagate": True},
     },
