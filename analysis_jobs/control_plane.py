@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connections, transaction
 from django.db.models import F, Q
 
-from . import signals, statements
+from . import metrics, signals, statements
 from .clock import Clock, SystemClock
 from .decisions import Fail, Requeue
 from .documents import Chunk, ChunkWriter, DocumentStore, StoredDocument
@@ -335,6 +335,7 @@ class DatabaseControlPlane:
                 if guard.update(**changes) != 1:
                     return None
                 attempt = self._jobs().filter(pk=job_id).values_list("attempt", flat=True).get()
+        metrics.CLAIMS.inc()
         logger.info("job id=%s attempt=%s stage=%s state=claimed worker=%s", job_id, attempt, "", worker_id)
         return JobLease(job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires)
 
@@ -391,6 +392,7 @@ class DatabaseControlPlane:
             return None, None
         if attempt is None:
             return (job_id, seen_attempt), None
+        metrics.CLAIMS.inc()
         logger.info("job id=%s attempt=%s stage=%s state=claimed worker=%s", job_id, attempt, "", worker_id)
         lease = JobLease(
             job_id=job_id, worker_id=worker_id, attempt=attempt, expires_at=expires, snapshot_id=snapshot_id,
@@ -441,6 +443,7 @@ class DatabaseControlPlane:
         except (OperationalError, InterfaceError):
             logger.warning("job id=%s attempt=%s event=renew_deferred worker=%s", lease.job_id, lease.attempt, lease.worker_id)
             return LeaseRenewal(RenewalOutcome.DEFERRED)
+        metrics.FENCED.inc()
         return LeaseRenewal(RenewalOutcome.LOST)
 
     def update_owned(
@@ -456,7 +459,10 @@ class DatabaseControlPlane:
         guard = self._owned(
             lease, require_cancel_not_requested=require_cancel_not_requested, require_unsealed=require_unsealed
         )
-        return guard.update(**fields) == 1
+        if guard.update(**fields) == 1:
+            return True
+        metrics.FENCED.inc()
+        return False
 
     def reclaim(self, expired: ExpiredLease, worker_id: str, now: dt.datetime | None = None) -> JobLease | None:
         """Take over a job whose lease lapsed, for ``worker_id`` (the sweeper); None if anything moved since.
@@ -477,6 +483,7 @@ class DatabaseControlPlane:
             if guard.update(worker_id=worker_id, lease_expires_at=expires, updated_at=now) != 1:
                 return None
             attempt = self._jobs().filter(pk=expired.job_id).values_list("attempt", flat=True).get()
+        metrics.RECLAIMS.inc()
         logger.info(
             "job id=%s attempt=%s stage=%s state=reclaimed worker=%s prior=%s",
             expired.job_id, attempt, "", worker_id, expired.worker_id,
@@ -567,6 +574,7 @@ class DatabaseControlPlane:
         """
         done = self._execute(statements.COMPLETE, {**self._owner(lease), "now": self.clock.now()}) == 1
         if done:
+            metrics.COMPLETIONS.inc()
             _announce(self.using, JobStatus.COMPLETED, [lease.job_id])
             logger.info("job id=%s attempt=%s stage=done state=completed worker=%s", lease.job_id, lease.attempt, lease.worker_id)
         return done
@@ -600,6 +608,7 @@ class DatabaseControlPlane:
             if building is not None and building != snapshot_id:
                 snapshots.filter(pk=building, state=SnapshotState.BUILDING).delete()
             _announce(self.using, JobStatus.COMPLETED, [lease.job_id])
+        metrics.COMPLETIONS.inc()
         logger.info(
             "job id=%s attempt=%s stage=done state=completed worker=%s reused=%s",
             lease.job_id, lease.attempt, lease.worker_id, snapshot_id,
@@ -661,6 +670,8 @@ class DatabaseControlPlane:
             if done:
                 self._fail_building_snapshot(lease.job_id, CANCELLED_CODE)
                 _announce(self.using, JobStatus.CANCELLED, [lease.job_id])
+                requested_at = self._jobs().filter(pk=lease.job_id).values_list("cancel_requested_at", flat=True).first()
+                metrics.observe_cancellation(requested_at, now)
         if done:
             logger.info("job id=%s attempt=%s stage=%s state=cancelled worker=%s", lease.job_id, lease.attempt, "", lease.worker_id)
         return done
@@ -705,6 +716,7 @@ class DatabaseControlPlane:
                 if not done:
                     return self.complete(lease)
                 _announce(self.using, JobStatus.FAILED, [lease.job_id])
+                metrics.FAILURES.labels(code=decision.code).inc()
                 state = "failed"
             if done:
                 self._fail_building_snapshot(lease.job_id, decision.code)
@@ -768,7 +780,10 @@ class DatabaseControlPlane:
                 _announce(self.using, JobStatus.CANCELLED, [job_id])
                 logger.info("job id=%s event=cancelled by=%s", job_id, by or "-")
                 return CancelOutcome.CANCELLED
-            if self._jobs().filter(pk=job_id, status=JobStatus.RUNNING).update(cancel_requested=True, updated_at=now):
+            requested = self._jobs().filter(pk=job_id, status=JobStatus.RUNNING)
+            if requested.filter(cancel_requested=False).update(cancel_requested=True, cancel_requested_at=now, updated_at=now) or (
+                requested.update(updated_at=now)  # asked again: the first request's time stands
+            ):
                 logger.info("job id=%s event=cancel_requested by=%s", job_id, by or "-")
                 return CancelOutcome.REQUESTED
             status = self._jobs().filter(pk=job_id).values_list("status", flat=True).first()

@@ -1,5 +1,6 @@
 """
-The HTTP API: submit, status, cancel, facts and a paginated list, as JSON, over the same control plane.
+The HTTP API (submit, status, cancel, facts and a paginated list, as JSON, over the same control plane) and the
+Prometheus endpoint.
 
 A client authenticates with ``Authorization: Bearer TOKEN`` (an ``ApiToken``), or a browser with its Django
 session (then a POST needs its CSRF token, as any form would). A job is seen only by its owner, or by staff with
@@ -11,17 +12,20 @@ queues sources only under ``ANALYSIS_SOURCE_ROOTS``.
 import json
 from functools import wraps
 
+from django.conf import settings
 from django.db.models import Q
-from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from . import api
 from .clock import SystemClock
 from .control_plane import CancelOutcome
 from .exceptions import AnalysisError, CancelRefused
 from .health import why_not_running
+from .metrics import WORKER, QueueCollector
 from .models import AnalysisJob, ApiToken, JobStatus
 from .presenters import job_as_dict
 
@@ -175,3 +179,13 @@ def facts(request, job_id):
         response = StreamingHttpResponse(job.snapshot.iter_facts(), content_type="application/json; charset=utf-8")
     response["ETag"] = etag
     return response
+
+
+def prometheus(request):
+    """``/metrics``: the queue's gauges (and this process's counters) in Prometheus's text format; 404 unless
+    ``ANALYSIS_METRICS`` is on."""
+    if not settings.ANALYSIS_JOBS["METRICS"]:
+        raise Http404("Metrics are off: set ANALYSIS_METRICS=true.")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(clock))
+    return HttpResponse(generate_latest(registry) + generate_latest(WORKER), content_type=CONTENT_TYPE_LATEST)

@@ -135,6 +135,7 @@ class AnalysisJob(models.Model):
     attempt = models.PositiveIntegerField(default=0, help_text="Attempts started (claims); a hand-off spends none.")
     max_attempts = models.PositiveIntegerField(default=3)
     cancel_requested = models.BooleanField(default=False)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True, help_text="When cancellation was first asked.")
     worker_id = models.CharField(max_length=64, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True)

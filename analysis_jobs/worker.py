@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from . import faults
+from . import faults, metrics
 from .clock import Clock, SystemClock
 from .control_plane import DatabaseControlPlane, JobLease, is_database_unavailable
 from .decisions import Fail, decide_failure
@@ -269,6 +269,7 @@ class AnalysisWorker:
             self._current = (lease, flags)
         faults.checkpoint("after-claim")
         self.heartbeat.hold(lease, flags)
+        started = time.monotonic()
         try:
             with _cycle_collector_paused():
                 return self._attempt(lease, flags)
@@ -281,6 +282,7 @@ class AnalysisWorker:
                 logger.exception("job id=%s event=hand_back_failed worker=%s", lease.job_id, lease.worker_id)
             raise
         finally:
+            metrics.ATTEMPT_SECONDS.observe(time.monotonic() - started)
             self.heartbeat.release()
             with self._current_lock:
                 self._current = None

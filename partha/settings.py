@@ -145,6 +145,10 @@ ANALYSIS_JOBS = {
     "HONOUR_GITIGNORE": env.bool("ANALYSIS_HONOUR_GITIGNORE", default=True),
     # The folders the HTTP API may queue sources from (comma-separated); unset, the API refuses every source.
     "SOURCE_ROOTS": env.list("ANALYSIS_SOURCE_ROOTS", default=[]),
+    # Prometheus: the web process's /metrics (queue gauges from the database) is off unless set; a worker's
+    # --metrics-port listens on this address.
+    "METRICS": env.bool("ANALYSIS_METRICS", default=False),
+    "METRICS_ADDRESS": env.str("ANALYSIS_METRICS_ADDRESS", default="127.0.0.1"),
     "MAX_FILE_BYTES": env.int("ANALYSIS_MAX_FILE_BYTES", default=2 * 1024 * 1024),  # larger files: listed, not read
     "MAX_TOTAL_BYTES": env.int("ANALYSIS_MAX_TOTAL_BYTES", default=1024 * 1024 * 1024),  # whole source, else fail
     "MAX_FILES": env.int("ANALYSIS_MAX_FILES", default=200_000),

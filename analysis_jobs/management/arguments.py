@@ -21,6 +21,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def port(text: str) -> int:
+    value = positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port (1 to 65535)")
+    return value
+
+
 # The longest duration an option takes. Beyond it a lease's expiry overflows the date type and a wait overflows
 # the thread timeout, so the worker would loop on the error instead of refusing the value up front.
 MAX_SECONDS = 7 * 24 * 3600
