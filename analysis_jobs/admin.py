@@ -7,18 +7,21 @@ superusers see and act on their own jobs only.
 
 
 from django.contrib import admin, messages
-from django.http import Http404, StreamingHttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse, StreamingHttpResponse
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from .clock import SystemClock
 from .control_plane import DatabaseControlPlane
 from .exceptions import CancelRefused
-from .health import why_not_running
+from .health import summary, summary_lines, why_not_running
 from .paginators import ErrorCodeFilter, EstimatedCountPaginator
 from .models import AnalysisJob, AnalysisSnapshot, ApiToken, JobStatus, SnapshotState
 from .pipeline.repository import identity_for_revision
 from .pipeline.summary import describe
+from .presenters import job_as_dict
 
 clock = SystemClock()
 
@@ -50,9 +53,50 @@ class AnalysisJobAdmin(OwnedJobsMixin, admin.ModelAdmin):
     )
     readonly_fields = fields
 
+    refresh_seconds = 5  # how often the overview and a live job's page poll
+
     @staticmethod
     def owned(queryset, user):
         return queryset.filter(owner=user)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("overview/", view(self.overview), name="analysis_jobs_analysisjob_overview"),
+            path("overview.json", view(self.overview_json), name="analysis_jobs_analysisjob_overview_json"),
+            path("<int:object_id>/live.json", view(self.live_json), name="analysis_jobs_analysisjob_live"),
+            *super().get_urls(),
+        ]
+
+    def _health(self, request):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        health = summary(clock.now())
+        return health, summary_lines(health)
+
+    def overview(self, request):
+        """The queue's health (``analysis_status --summary``), refreshing itself."""
+        health, lines = self._health(request)
+        context = {
+            **self.admin_site.each_context(request), "title": "Queue overview", "health": health,
+            "lines": "\n".join(lines), "refresh_seconds": self.refresh_seconds, "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/analysis_jobs/analysisjob/overview.html", context)
+
+    def overview_json(self, request):
+        health, lines = self._health(request)
+        return JsonResponse({"health": health, "lines": lines})
+
+    def live_json(self, request, object_id):
+        """What a job's page shows that moves, for its poll; another owner's job is a 404, as on the page."""
+        job = self.get_queryset(request).select_related("snapshot").filter(pk=object_id).first()
+        if job is None:
+            raise Http404
+        return JsonResponse({**job_as_dict(job), "why": why_not_running(job, clock.now())})
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = {**(extra_context or {}), "refresh_seconds": self.refresh_seconds}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def has_add_permission(self, request):
         return False

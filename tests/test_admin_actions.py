@@ -1,7 +1,7 @@
 """The admin's actions report what they did, and Retry queues a finished job again as a new job."""
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, JobStatus, SnapshotState
@@ -84,3 +84,38 @@ def test_the_change_page_says_why_the_job_is_not_running(admin_client, control_p
     page = admin_client.get(reverse("admin:analysis_jobs_analysisjob_change", args=[job.pk])).content.decode()
     assert "why isn&#x27;t it running?" in page.lower()
     assert "Running on worker worker-7" in page
+
+
+def test_the_overview_is_linked_from_the_list_and_its_json_moves_with_the_queue(admin_client, make_job, fake_clock, monkeypatch):
+    from analysis_jobs import admin
+
+    monkeypatch.setattr(admin, "clock", fake_clock)
+    overview = reverse("admin:analysis_jobs_analysisjob_overview")
+    assert overview in admin_client.get(reverse(CHANGELIST)).content.decode()
+    make_job()
+    page = admin_client.get(overview).content.decode()
+    assert "Queue overview" in page and "queued 1" in page
+    make_job()
+    data = admin_client.get(reverse("admin:analysis_jobs_analysisjob_overview_json")).json()
+    assert data["health"]["jobs"]["queued"] == 2 and data["lines"][0].startswith("jobs      queued 2")
+
+
+def test_a_live_job_page_polls_its_json_and_others_jobs_stay_hidden(client, admin_client, control_plane, make_job, fake_clock, monkeypatch):
+    from analysis_jobs import admin
+
+    monkeypatch.setattr(admin, "clock", fake_clock)
+    job = make_job()
+    live = reverse("admin:analysis_jobs_analysisjob_live", args=[job.pk])
+    assert live in admin_client.get(reverse("admin:analysis_jobs_analysisjob_change", args=[job.pk])).content.decode()
+    control_plane.claim(job.pk, "worker-9")
+    assert admin_client.get(live).json()["why"].startswith("Running on worker worker-9")
+    staff = User.objects.create_user("staff", password="pw", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename="view_analysisjob"))
+    client.force_login(staff)
+    assert client.get(live).status_code == 404  # not theirs
+    assert client.get(reverse("admin:analysis_jobs_analysisjob_overview")).status_code == 200
+
+
+def test_the_overview_needs_the_view_permission(client, db):
+    client.force_login(User.objects.create_user("plain", password="pw", is_staff=True))
+    assert client.get(reverse("admin:analysis_jobs_analysisjob_overview")).status_code == 403
