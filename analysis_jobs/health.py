@@ -68,13 +68,25 @@ def why_not_running(job: AnalysisJob, now: dt.datetime, using: str = "default") 
     return f"Failed with {job.error_code or 'an error'} at {_when(job.completed_at)} ({spent}): {job.error_message}"
 
 
+def status_counts(using: str = "default") -> dict[str, int]:
+    """Jobs per status (every status, 0 where none), read off the status index."""
+    counts = {status: 0 for status in JobStatus.values}
+    grouped = AnalysisJob.objects.using(using).order_by().values_list("status").annotate(count=Count("id"))
+    counts.update(dict(grouped.values_list("status", "count")))
+    return counts
+
+
+def oldest_eligible(now: dt.datetime, using: str = "default") -> dt.datetime | None:
+    """When the oldest job a worker could claim now was queued (the claim index's first row), or None."""
+    return AnalysisJob.objects.using(using).filter(_eligible(now)).aggregate(oldest=Min("created_at"))["oldest"]
+
+
 def summary(now: dt.datetime, using: str = "default") -> dict:
     """Return the queue's health as JSON-ready values."""
     jobs = AnalysisJob.objects.using(using)
-    counts = {status: 0 for status in JobStatus.values}
-    counts.update(dict(jobs.order_by().values_list("status").annotate(count=Count("id")).values_list("status", "count")))
+    counts = status_counts(using)
     queued = jobs.filter(status=JobStatus.QUEUED)
-    oldest = queued.filter(_eligible(now)).aggregate(oldest=Min("created_at"))["oldest"]
+    oldest = oldest_eligible(now, using)
     backoff = queued.filter(next_attempt_at__gt=now).aggregate(count=Count("id"), next=Min("next_attempt_at"))
     running = list(
         jobs.filter(status=JobStatus.RUNNING).order_by("lease_expires_at")

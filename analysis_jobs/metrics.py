@@ -13,6 +13,8 @@ import datetime as dt
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
+from .health import oldest_eligible, status_counts
+
 WORKER = CollectorRegistry(auto_describe=True)
 CLAIMS = Counter("analysis_claims", "Jobs this process claimed.", registry=WORKER)
 COMPLETIONS = Counter("analysis_completions", "Jobs this process completed.", registry=WORKER)
@@ -40,19 +42,12 @@ class QueueCollector:
         self.using = using
 
     def collect(self):
-        from django.db.models import Count, Min, Q
-
-        from .models import AnalysisJob, JobStatus
-
         now = self.clock.now()
-        jobs = AnalysisJob.objects.using(self.using)
         depth = GaugeMetricFamily("analysis_jobs", "Jobs in the queue, by status.", labels=["status"])
-        counts = dict(jobs.order_by().values_list("status").annotate(count=Count("id")).values_list("status", "count"))
-        for status in JobStatus.values:
-            depth.add_metric([status], counts.get(status, 0))
+        for status, count in status_counts(self.using).items():
+            depth.add_metric([status], count)
         yield depth
-        eligible = Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
-        oldest = jobs.filter(eligible, status=JobStatus.QUEUED).aggregate(oldest=Min("created_at"))["oldest"]
+        oldest = oldest_eligible(now, self.using)
         yield GaugeMetricFamily(
             "analysis_oldest_queued_seconds", "Age of the oldest job a worker could claim now (0 when none).",
             value=max(0.0, (now - oldest).total_seconds()) if oldest else 0.0,
