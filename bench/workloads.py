@@ -447,11 +447,14 @@ ADMIN_PAGES = {
     "status=completed": "?status__exact=completed",
     "error_code filter": "?error_code=RI-JOB-STALE",
     "search": "?q=%2Fbench%2Fqueued%2F17",
+    "queue overview": "overview/",
+    "overview JSON (its live poll)": "overview.json",
 }
 
 
 def admin(ctx):
-    """The job changelist over the big table (1,000,000 finished + queued), rendered by Django's test client."""
+    """The job changelist and the queue overview over the big table (1,000,000 finished + queued), rendered by
+    Django's test client."""
     from django.contrib.auth import get_user_model
     from django.db import connection
     from django.test import Client
