@@ -242,7 +242,7 @@ def render(r, args) -> str:
             "each, namespace packages, JS/TS workspace packages with a `package.json` and an `index.ts` each, requirements,",
             "pyproject and package-lock manifests, Dockerfiles, Terraform modules and documentation; files of 1-8 KB, their",
             "times set an hour back. Analysed as Django's source is above: one `runworker --burst` process on PostgreSQL,",
-            "time from the job's `started_at` to `completed_at`, peak RSS the worker's `ru_maxrss`, the same floor",
+            "time from the job's `started_at` to `completed_at`, peak RSS the worker's `ru_maxrss` (the highest of the runs), the same floor",
             "(read, SHA-256, `ast.parse` of the Python files; the JS/TS, manifests and Terraform are read and hashed only).",
             f"The re-analysis follows a one-line change to `{scales[0]['changed']}`. The 100,000-file tree is opt-in: `--scale`.",
             "",
