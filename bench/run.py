@@ -104,6 +104,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="Runs per figure; the median is reported (default 3).")
     parser.add_argument("--only", default="", help="Comma-separated workloads to run (default: all).")
     parser.add_argument("--big", type=int, default=1_000_000, help="Finished jobs in the big table (default 1,000,000).")
+    parser.add_argument("--scale", action="store_true", help="Also analyse the 100,000-file monorepo (several minutes).")
     parser.add_argument("--output", help="Where to write the report (default: BENCHMARKS.md, for a run of every workload).")
     args = parser.parse_args(argv)
     started = time.monotonic()
@@ -113,7 +114,9 @@ def main(argv=None) -> int:
 
         ctx = workloads.Context(args=args, cluster=cluster, base=base, sqlite_path=sqlite_path)
         results = {"machine": machine_facts(cluster.url.replace("postgres://", "postgresql://"))}
-        chosen = [w for w in workloads.ORDER if not args.only or w in args.only.split(",")]
+        only = args.only.split(",") if args.only else []
+        chosen = [w for w in workloads.ORDER if not only or w in only]
+        chosen += [w for w in workloads.OPT_IN if w in only or args.scale]
         for name in chosen:
             t0 = time.monotonic()
             print(f"== {name}", flush=True)

@@ -17,7 +17,8 @@ import psycopg
 from .harness import OUT, ROOT, base_env, manage, median, percentile, spawn, watch
 from .systems import JOB_TABLE, ChainedFloor, DjangoTasksDb, Floor, ParthaPostgres, ParthaSqlite, Procrastinate, reset_partha_pg
 
-ORDER = ["drain", "latency", "idle", "enqueue", "flat", "admin", "analysis"]
+ORDER = ["drain", "latency", "idle", "enqueue", "flat", "admin", "analysis", "scale"]
+OPT_IN = ["scale_large"]  # minutes each: run only when named in --only, or with --scale
 WORKERS = (1, 2, 4)
 
 
@@ -614,3 +615,66 @@ def analysis(ctx):
         "peak_rss_mib": max(peaks),
         "statuses": statuses,
     }
+
+
+# -- scale: a synthetic monorepo ------------------------------------------------------------------------------
+
+SCALE_FILES = 25_000
+SCALE_LARGE_FILES = 100_000
+SCALE_CHANGED = "services/svc001/src/svc001/mod_03.py"  # a module in the middle of the import graph
+
+
+def _scale(ctx, files: int) -> dict:
+    """Analyse a generated monorepo of ``files`` files: floor, full analysis, one-file re-analysis, peak memory."""
+    from . import monorepo
+
+    source = OUT / f"monorepo-{files}"
+    if source.exists():
+        shutil.rmtree(source)
+    t0 = time.monotonic()
+    tree = monorepo.generate(source, files)
+    generated_in = time.monotonic() - t0
+    size = sum(os.path.getsize(source / path) for path in tree.paths)
+    changed = source / SCALE_CHANGED
+    original = changed.read_text()
+    conn = psycopg.connect(ctx.dsn(), autocommit=True)
+    floors, fulls, reruns, full_peaks, rerun_peaks, statuses = [], [], [], [], [], []
+    for repeat in range(ctx.args.repeats):
+        changed.write_text(original)
+        floors.append(_floor_analysis(source))
+        reset_partha_pg(conn)  # no cached facts: a full analysis
+        for into, peaks in ((fulls, full_peaks), (reruns, rerun_peaks)):
+            seconds, peak, status, proc = _analyse_once(ctx, source)
+            into.append(seconds)
+            peaks.append(peak)
+            statuses.append(status)
+            if status != "completed":
+                print(proc.text()[-3000:])
+            changed.write_text(original + f"\n\n# bench edit {repeat}\n")
+        print(f"   {files:,} files: floor {floors[-1]:.2f} s  full {fulls[-1] or 0:.2f} s (peak {full_peaks[-1]:.0f} MiB)  "
+              f"one-file re-analysis {reruns[-1] or 0:.2f} s (peak {rerun_peaks[-1]:.0f} MiB)", flush=True)
+    return {
+        "files": len(tree.paths),
+        "bytes": size,
+        "generated_seconds": round(generated_in, 1),
+        "changed": SCALE_CHANGED,
+        "floor_seconds": median(floors),
+        "full_seconds": median(fulls),
+        "rerun_seconds": median(reruns),
+        "full_over_floor": median([f / fl for f, fl in zip(fulls, floors) if f]),
+        "rerun_over_full": median([r / f for r, f in zip(reruns, fulls) if r and f]),
+        "peak_rss_mib": max(full_peaks + rerun_peaks),
+        "full_peak_rss_mib": full_peaks,
+        "rerun_peak_rss_mib": rerun_peaks,
+        "statuses": statuses,
+    }
+
+
+def scale(ctx):
+    """The 25,000-file synthetic monorepo: peak worker memory (and its time against the floor, for reference)."""
+    return _scale(ctx, SCALE_FILES)
+
+
+def scale_large(ctx):
+    """The 100,000-file synthetic monorepo (opt-in: ``--scale``): peak memory, time against the floor, re-analysis."""
+    return _scale(ctx, SCALE_LARGE_FILES)
