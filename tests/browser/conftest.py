@@ -22,8 +22,10 @@ def chromium_path() -> str:
     pytest.fail("No Chromium for the browser tests: run scripts/test (it installs one) or set PARTHA_CHROMIUM.")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One browser for a module of tests, closed after it: its driver's threads must not outlive the module, or
+    a later test that forks would fork a multi-threaded process."""
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API keeps an event loop on this thread while it is open; the tests' database calls
