@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 from django.db import connections
 
+from .cursors import server_binding
+
 ELEMENT = re.compile(rb'\},\{"attrs":')  # between two elements of the nodes or the edges
 ELEMENT_BYTES = len(b'},{"attrs":')
 WINDOW = 40  # bytes before the cut whose CRC-32 decides it
@@ -131,7 +133,7 @@ class DocumentStore:
         connection, digests, found = connections[self.using], sorted(set(digests)), set()
         if not digests:
             return found
-        with connection.cursor() as cursor:
+        with server_binding(connection) as cursor:
             if connection.vendor == "postgresql":
                 cursor.execute(f"SELECT DISTINCT chunk_id FROM {part_table} WHERE chunk_id = ANY(%s)", [digests])
                 return {digest for (digest,) in cursor.fetchall()}
@@ -152,7 +154,7 @@ class DocumentStore:
         chunks = new_chunks(chunks, set())
         condition = f"WHERE {guard}" if guard else ""
         params = {**(params or {}), "recorded_at": connection.ops.adapt_datetimefield_value(recorded_at)}
-        with connection.cursor() as cursor:
+        with server_binding(connection) as cursor:
             if connection.vendor == "postgresql":
                 cursor.execute(
                     f"WITH owner AS (SELECT 1 AS one {condition}), stored AS ("

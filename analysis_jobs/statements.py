@@ -12,14 +12,16 @@ insert on PostgreSQL, written out for the same reason: it runs for every job a l
 On PostgreSQL they run on a cursor that binds parameters on the server, so psycopg prepares each of them once per
 connection (after ``prepare_threshold`` uses; the project's settings make that 5) and the server stops parsing
 and planning them. A connection whose ``OPTIONS`` set ``prepare_threshold`` to None (for a pooler that cannot
-keep prepared statements) runs them unprepared. Every other query keeps Django's client-side binding.
+keep prepared statements) runs them unprepared. The statements that carry data in bulk (the facts cache's, the
+document store's, ``insert_queued``) bind on the server too, for the reason ``cursors.py`` gives; every other
+query keeps Django's client-side binding.
 """
 
 import datetime as dt
 
-import psycopg
 from django.db import connections
 
+from .cursors import server_binding
 from .models import SEALED_STAGE, AnalysisJob, AnalysisSnapshot, SnapshotChunk
 
 JOBS = AnalysisJob._meta.db_table
@@ -121,21 +123,9 @@ def execute(using: str, sql: str, params: dict) -> tuple[int, tuple | None]:
     # Datetimes as the ORM stores them: SQLite keeps them as text in UTC, and the guards compare that text.
     adapt = connection.ops.adapt_datetimefield_value
     params = {name: adapt(value) if isinstance(value, dt.datetime) else value for name, value in params.items()}
-    with _cursor(connection) as cursor:
+    with server_binding(connection) as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount, cursor.fetchone() if cursor.description else None
-
-
-def _cursor(connection):
-    if connection.vendor != "postgresql":
-        return connection.cursor()
-    # What ``connection.cursor()`` does, with psycopg's server-binding cursor in place of Django's client one.
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        cursor = psycopg.Cursor(connection.connection)
-    connection.validate_thread_sharing()
-    return connection.make_debug_cursor(cursor) if connection.queries_logged else connection.make_cursor(cursor)
 
 
 def insert_queued(using: str, template: AnalysisJob, sources: list[str], commits: list[str]) -> list[AnalysisJob]:
@@ -158,7 +148,7 @@ def insert_queued(using: str, template: AnalysisJob, sources: list[str], commits
         per_row[field.attname] if field.attname in per_row else field.get_db_prep_save(getattr(template, field.attname), connection)
         for field in fields
     ]
-    with connection.cursor() as cursor:
+    with server_binding(connection) as cursor:  # the sources are data, not statement text (cursors.py)
         cursor.execute(f"INSERT INTO {JOBS} ({columns}) SELECT {values} RETURNING id, source", params)
         ids = {source: pk for pk, source in cursor.fetchall()}
     # The rows as the database now holds them, built as a query's results are (from_db), not field by field.

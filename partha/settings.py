@@ -90,9 +90,10 @@ def _database(url):
         config["ENGINE"] = "django.db.backends.postgresql"
         options = config.setdefault("OPTIONS", {})
         options.setdefault("connect_timeout", 5)
-        # psycopg prepares a statement that a server-binding cursor has run this many times on a connection; only
-        # the queue's hot path runs on one (analysis_jobs/statements.py), so the server stops re-planning the
-        # three statements every job costs. DATABASE_PREPARED_STATEMENTS=off is for a pooler in transaction mode
+        # psycopg prepares a statement that a server-binding cursor has run this many times on a connection; the
+        # queue's hot path runs on one (analysis_jobs/statements.py), so the server stops re-planning the three
+        # statements every job costs, and so do the bulk writes, so that no copy of their data is kept
+        # (analysis_jobs/cursors.py). DATABASE_PREPARED_STATEMENTS=off is for a pooler in transaction mode
         # that cannot keep prepared statements.
         options.setdefault("prepare_threshold", 5 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None)
         config["CONN_HEALTH_CHECKS"] = True

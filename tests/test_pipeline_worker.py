@@ -249,6 +249,7 @@ def test_the_facts_cache_finds_every_key_of_a_look_up_larger_than_one_statement_
     cache.put_digests(kind, {f"{0:040x}": Digest(7, "e" * 64, 7, False)})  # recorded already: left as it was
     assert table.objects.count() == count
     cache.put_many(facts)
+    cache.put_many({(f"{0:064x}", "python@1"): '{"defs":[]}'})  # recorded already: left as it was
     asked = [f"{n:040x}" for n in range(count + 3)]  # three never seen
 
     found, contents = cache.get_digests(kind, asked)
@@ -257,3 +258,23 @@ def test_the_facts_cache_finds_every_key_of_a_look_up_larger_than_one_statement_
     assert cache.get_many(set(facts) | {("f" * 64, "python@1")}) == facts
     with django_assert_num_queries(0):  # nothing asked, nothing sent
         assert cache.get_many(set()) == {} and cache.get_digests(kind, []) == ({}, {})
+
+
+@pytest.mark.postgres_only
+def test_the_statements_that_carry_facts_and_chunks_leave_no_copy_of_them_on_the_connection(db, control_plane, make_worker, tmp_path):
+    """psycopg keeps the text of the last 100 statements a connection ran, to prepare those it sees often: had the
+    facts and the document's chunks been written into the statements' text, the worker would keep up to 100
+    batches of them for as long as its connection lives (250 MB of a 25,000-file analysis)."""
+    from django.db import connection
+
+    files = {f"pkg/m{n}.py": "".join(f"def f{n}_{i}():\n    return {i}\n" for i in range(60)) for n in range(80)}
+    job, _ = control_plane.enqueue(str(write_tree(tmp_path / "r", {"pkg/__init__.py": "", **files})))
+    settled = RepositoryPipeline(time_ns=lambda: time.time_ns() + 10 * 10**9)  # written long enough ago to be stamped
+    assert make_worker(settled).run(control_plane.claim_next("w1")) is JobOutcome.COMPLETED
+    job.refresh_from_db()
+    # Big batches of facts, stamps and chunks were written.
+    assert (job.snapshot.size > 500_000, FileFacts.objects.count(), StatDigest.objects.count()) == (True, 81, 81)
+    # The tally is psycopg's private state: no public interface says what it keeps.
+    tally = connection.connection._prepared
+    kept = [query for query, _ in [*tally._counts, *tally._names]]
+    assert kept and max(map(len, kept)) < 2048

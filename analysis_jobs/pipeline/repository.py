@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
 
+from ..cursors import server_binding
 from ..exceptions import ResourceExceeded
 from .base import AnalysisState, Check, SnapshotReused, Stage
 from .config import PipelineConfig
@@ -155,12 +156,25 @@ class FactsCache:
 
     def put_many(self, facts: dict[tuple[str, str], str]) -> None:
         """Record the facts (JSON text) of each key; a key recorded already is left as it is."""
-        if facts:
-            from ..models import FileFacts
+        if not facts:
+            return
+        from django.db import connections
 
-            now = self._now()
-            rows = [FileFacts(sha256=sha, extractor=key, facts=text, recorded_at=now) for (sha, key), text in facts.items()]
-            FileFacts.objects.using(self.using).bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        from ..models import FileFacts
+
+        connection = connections[self.using]
+        columns = f"{FileFacts._meta.db_table} (sha256, extractor, facts, recorded_at)"
+        now = connection.ops.adapt_datetimefield_value(self._now())
+        with server_binding(connection) as cursor:
+            if connection.vendor == "postgresql":
+                # Three arrays, zipped by the server: one statement per batch whatever its size.
+                cursor.execute(
+                    f"INSERT INTO {columns} SELECT *, %s FROM unnest(%s::text[], %s::text[], %s::text[]) ON CONFLICT DO NOTHING",
+                    [now, *map(list, zip(*((sha, key, text) for (sha, key), text in facts.items())))],
+                )
+            else:
+                cursor.executemany(f"INSERT OR IGNORE INTO {columns} VALUES (%s, %s, %s, %s)",
+                                   [(sha, key, text, now) for (sha, key), text in facts.items()])
 
     def put_digests(self, kind: str, digests: dict[str, Digest]) -> None:
         """Record ``digests`` by stamp; a stamp recorded already (by a concurrent analysis, say) is left as it is.
@@ -177,7 +191,7 @@ class FactsCache:
         columns = f'{model._meta.db_table} ({key}, size, sha256, lines, "binary", recorded_at)'
         now = connection.ops.adapt_datetimefield_value(self._now())
         rows = [(stamp, digest.size, digest.sha256, digest.lines, digest.binary) for stamp, digest in digests.items()]
-        with connection.cursor() as cursor:
+        with server_binding(connection) as cursor:
             if connection.vendor == "postgresql":
                 # Each column as one text, split by the server (hex digests, integers and booleans hold no commas).
                 cursor.execute(
@@ -222,7 +236,7 @@ class FactsCache:
         if not values:
             return []  # a batch whose files were all known asks for nothing: no round trip
         connection, values, rows = connections[self.using], sorted(values), []
-        with connection.cursor() as cursor:
+        with server_binding(connection) as cursor:
             if connection.vendor == "postgresql":
                 # One text parameter, split by the server: psycopg adapts a list of thousands of strings, or
                 # parses a statement with thousands of placeholders, in more time than the server runs the query.
