@@ -156,10 +156,12 @@ class DocumentStore:
         params = {**(params or {}), "recorded_at": connection.ops.adapt_datetimefield_value(recorded_at)}
         with server_binding(connection) as cursor:
             if connection.vendor == "postgresql":
+                # The arrays go in binary (%b): as text, every quote of the JSON is escaped for the array literal
+                # and parsed back by the server, which took 5.3 s for 48 MB of chunks where binary takes 0.5.
                 cursor.execute(
                     f"WITH owner AS (SELECT 1 AS one {condition}), stored AS ("
                     f"INSERT INTO {chunk_table} (digest, text, recorded_at) "
-                    "SELECT new.digest, new.text, %(recorded_at)s FROM owner, unnest(%(digests)s::text[], %(texts)s::text[]) "
+                    "SELECT new.digest, new.text, %(recorded_at)s FROM owner, unnest(%(digests)b::text[], %(texts)b::text[]) "
                     "AS new (digest, text) ON CONFLICT (digest) DO UPDATE SET recorded_at = excluded.recorded_at) "
                     "SELECT count(*) FROM owner",
                     {**params, "digests": [chunk.digest for chunk in chunks], "texts": [chunk.text for chunk in chunks]},

@@ -167,9 +167,10 @@ class FactsCache:
         now = connection.ops.adapt_datetimefield_value(self._now())
         with server_binding(connection) as cursor:
             if connection.vendor == "postgresql":
-                # Three arrays, zipped by the server: one statement per batch whatever its size.
+                # Three arrays, zipped by the server: one statement per batch whatever its size. In binary (%b),
+                # as the document's chunks are (documents.py): the facts are JSON, full of quotes to escape.
                 cursor.execute(
-                    f"INSERT INTO {columns} SELECT *, %s FROM unnest(%s::text[], %s::text[], %s::text[]) ON CONFLICT DO NOTHING",
+                    f"INSERT INTO {columns} SELECT *, %s FROM unnest(%b::text[], %b::text[], %b::text[]) ON CONFLICT DO NOTHING",
                     [now, *map(list, zip(*((sha, key, text) for (sha, key), text in facts.items())))],
                 )
             else:
