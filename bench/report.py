@@ -246,15 +246,20 @@ def render(r, args) -> str:
             "pyproject and package-lock manifests, Dockerfiles, Terraform modules and documentation; files of 1-8 KB, their",
             "times set an hour back. Analysed as Django's source is above: one `runworker --burst` process on PostgreSQL,",
             "time from the job's `started_at` to `completed_at`, peak RSS the worker's `ru_maxrss` (the highest of the runs), the same floor",
-            "(read, SHA-256, `ast.parse` of the Python files; the JS/TS, manifests and Terraform are read and hashed only).",
+            "(read, SHA-256, `ast.parse` of the Python files; the JS/TS, manifests and Terraform are read and hashed only),",
+            "and beside it a floor that parses every source file the pipeline parses with the tree-sitter grammar the",
+            "pipeline reads it with (Python, JavaScript, TypeScript, HCL, Dockerfile). The targets are judged against the",
+            "first, as they were set; the second is the parse no analysis can skip (tree-sitter parses faster than `ast`).",
             f"The re-analysis follows a one-line change to `{scales[0]['changed']}`. The 100,000-file tree is opt-in: `--scale`.",
             "",
-            "| files | size | floor | full analysis | re-analysis | peak RSS, full / re-analysis |",
-            "|---:|---:|---:|---:|---:|---:|",
+            "| files | size | floor | every-grammar floor | full analysis | re-analysis | peak RSS, full / re-analysis |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for sc in scales:
             out.append(
-                f"| {sc['files']:,} | {sc['bytes'] / 2**20:.0f} MiB | {_f(sc['floor_seconds'], 1)} s | {_f(sc['full_seconds'], 1)} s ({_f(sc['full_over_floor'], 2)}x) "
+                f"| {sc['files']:,} | {sc['bytes'] / 2**20:.0f} MiB | {_f(sc['floor_seconds'], 1)} s "
+                f"| {_f(sc.get('grammar_floor_seconds'), 1)} s ({_f(sc.get('full_over_grammar_floor'), 2)}x) "
+                f"| {_f(sc['full_seconds'], 1)} s ({_f(sc['full_over_floor'], 2)}x) "
                 f"| {_f(sc['rerun_seconds'], 1)} s ({_f((sc['rerun_over_full'] or 0) * 100, 1)}%) "
                 f"| {_f(max(sc['full_peak_rss_mib']))} / {_f(max(sc['rerun_peak_rss_mib']))} MiB |"
             )

@@ -60,3 +60,14 @@ def test_its_files_are_at_rest(tmp_path):
 
     newest = max(os.stat(tmp_path / path).st_mtime for path in tree.paths)
     assert newest <= time.time() - AT_REST_SECONDS + 60
+
+
+def test_the_every_grammar_floor_parses_each_kind_of_source_the_tree_holds(tmp_path):
+    from bench.workloads import FLOOR_GRAMMARS, floor_grammar
+
+    tree = generate(tmp_path, FILES)
+    parsed = {path: floor_grammar(path.rsplit("/", 1)[-1]) for path in tree.paths}
+
+    assert set(parsed.values()) - {None} == set(FLOOR_GRAMMARS)
+    assert {path.rsplit(".", 1)[-1] for path, grammar in parsed.items() if grammar is None} == {"json", "md", "toml", "txt"}
+    assert parsed["packages/pkg000/src/part03.tsx"] == "tsx" and parsed["Dockerfile"] == "dockerfile"
