@@ -33,6 +33,21 @@ def http_target(url: str | None) -> list[str] | None:
     return [netloc, f"{parts.scheme.lower()}://{netloc}{parts.path}"]
 
 
+def first_syntax_error(root, tolerated: Callable[[object], bool] = lambda node: False):
+    """Return the first node of the tree-sitter tree ``root``, in source order, that is an error or a missing token
+    and not ``tolerated`` (an error node the grammar reports where the language allows the syntax), or None.
+
+    Only subtrees that hold an error are descended into.
+    """
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.is_missing or (node.is_error and not tolerated(node)):
+            return node
+        pending.extend(reversed([child for child in node.children if child.has_error or child.is_missing]))
+    return None
+
+
 def decode(data: bytes) -> str:
     """Return text for a text format: UTF-8 (a BOM allowed); bytes that are not UTF-8 become U+FFFD."""
     return data.decode("utf-8-sig", errors="replace")

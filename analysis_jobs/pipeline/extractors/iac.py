@@ -10,7 +10,7 @@ compose files with PyYAML's safe composer, whose nodes carry their marks.
 import functools
 import warnings
 
-from .base import Extractor
+from .base import Extractor, first_syntax_error
 
 DOCKERFILE_VERSION = "2"  # 2: a file without a final newline parses cleanly
 COMPOSE_VERSION = "1"
@@ -36,14 +36,8 @@ def _text(node) -> str:
 
 
 def _first_error_line(root) -> int:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "ERROR" or node.is_missing:
-            return node.start_point.row + 1
-        if node.has_error:
-            stack.extend(reversed(node.children))
-    return 1
+    error = first_syntax_error(root)
+    return error.start_point.row + 1 if error is not None else 1
 
 
 def extract_dockerfile(data: bytes) -> dict:

@@ -11,7 +11,7 @@ what the error-tolerant parser recovered, plus a diagnostic with the first error
 import functools
 import warnings
 
-from .base import Extractor, http_target
+from .base import Extractor, first_syntax_error, http_target
 
 VERSION = "2"
 
@@ -214,20 +214,9 @@ def _extract(dialect: str, data: bytes) -> dict:
         "exports": _exports(root),
         "calls": sorted(calls, key=lambda item: (item[4], item[0], item[1], item[3])),
     }
-    if errors or (root.has_error and not _only_variance_errors(root)):
+    if errors or (root.has_error and first_syntax_error(root, _is_variance_annotation) is not None):
         result["error"] = ["syntax error (the parser recovered what it could)", min(errors, default=1)]
     return result
-
-
-def _only_variance_errors(root) -> bool:
-    """Whether every error in the tree is a variance annotation (a missing token is never one)."""
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        if node.is_missing or (node.is_error and not _is_variance_annotation(node)):
-            return False
-        pending.extend(child for child in node.children if child.has_error or child.is_missing)
-    return True
 
 
 JAVASCRIPT = Extractor("javascript", VERSION, functools.partial(_extract, "javascript"))

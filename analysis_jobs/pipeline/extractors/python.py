@@ -24,7 +24,7 @@ import functools
 import re
 import warnings
 
-from .base import Extractor, http_target
+from .base import Extractor, first_syntax_error, http_target
 
 VERSION = "2"
 
@@ -303,18 +303,6 @@ def _is_type_parameter_default(node) -> bool:
     )
 
 
-def _first_error(root) -> int | None:
-    """Return the line of the first error or missing token, or None when there is none but PEP 696 defaults;
-    only subtrees that hold an error are descended into."""
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        if node.is_missing or (node.is_error and not _is_type_parameter_default(node)):
-            return _line(node)
-        pending.extend(reversed([child for child in node.children if child.has_error or child.is_missing]))
-    return None
-
-
 CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
@@ -374,8 +362,8 @@ def extract_python(data: bytes) -> dict:
     }
     if (line := _undecodable_line(data)) is not None:
         result["error"] = ["the source is not text in its declared encoding", line]
-    elif root.has_error and (line := _first_error(root)) is not None:
-        result["error"] = ["syntax error (the parser recovered what it could)", line]
+    elif root.has_error and (error := first_syntax_error(root, _is_type_parameter_default)) is not None:
+        result["error"] = ["syntax error (the parser recovered what it could)", _line(error)]
     return result
 
 
