@@ -44,6 +44,18 @@ def browser():
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
+@pytest.fixture(scope="module")
+def live_server(request):
+    """pytest-django's live server, stopped after the module instead of at the end of the session: its thread
+    would otherwise outlive the browser tests, and a later test that forks (tests/reliability/test_bad_input.py
+    runs a check as another user that way) would fork a multi-threaded process."""
+    from pytest_django.live_server_helper import LiveServer
+
+    server = LiveServer(request.config.getvalue("liveserver") or os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost")
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def page(browser, live_server):
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 800})
