@@ -6,7 +6,7 @@ distinct text a connection runs, to prepare those it sees ``prepare_threshold`` 
 counted, text and all, for as long as the connection lives. A statement whose text holds a batch of facts or
 document chunks is seen once and never prepared, yet it was kept: a 25,000-file analysis left about 250 MB of
 such texts in the worker (457 MiB peak on PostgreSQL, 197 on SQLite). Bound on the server, a statement's text is
-its template alone, whatever it carries, and the hot path's few statements are the ones that get prepared.
+its template alone, whatever it carries: psycopg keeps a few short texts, and prepares those it sees often.
 """
 
 import psycopg
