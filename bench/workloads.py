@@ -498,22 +498,31 @@ def admin(ctx):
 # -- analysis of Django's source -------------------------------------------------------------------------------
 
 
-def _floor_analysis(root: Path) -> float:
-    """Read every file, SHA-256 it and ``ast.parse`` the Python ones, in this process; return seconds."""
+def _timed_floor(root: Path, parse) -> float:
+    """Read every file under ``root`` in path order, SHA-256 it and hand it to ``parse(name, data)``, in this
+    process; return seconds."""
     t0 = time.monotonic()
     for directory, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
-            path = os.path.join(directory, name)
-            with open(path, "rb") as handle:
+            with open(os.path.join(directory, name), "rb") as handle:
                 data = handle.read()
             hashlib.sha256(data).hexdigest()
-            if name.endswith(".py"):
-                try:
-                    ast.parse(data)
-                except (SyntaxError, ValueError):
-                    pass
+            parse(name, data)
     return time.monotonic() - t0
+
+
+def _ast_parse(name: str, data: bytes) -> None:
+    if name.endswith(".py"):
+        try:
+            ast.parse(data)
+        except (SyntaxError, ValueError):
+            pass
+
+
+def _floor_analysis(root: Path) -> float:
+    """Read every file, SHA-256 it and ``ast.parse`` the Python ones, in this process; return seconds."""
+    return _timed_floor(root, _ast_parse)
 
 
 FLOOR_GRAMMARS = ("python", "javascript", "typescript", "tsx", "terraform", "dockerfile")
@@ -538,17 +547,12 @@ def _grammar_floor(root: Path) -> float:
     parsers = {"python": python._grammar()[0], "javascript": javascript._grammar("javascript")[0],
                "typescript": javascript._grammar("typescript")[0], "tsx": javascript._grammar("tsx")[0],
                "terraform": iac.grammar_parser("hcl"), "dockerfile": iac.grammar_parser("dockerfile")}
-    t0 = time.monotonic()
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = os.path.join(directory, name)
-            with open(path, "rb") as handle:
-                data = handle.read()
-            hashlib.sha256(data).hexdigest()
-            if grammar := floor_grammar(name):
-                parsers[grammar].parse(data)
-    return time.monotonic() - t0
+
+    def parse(name: str, data: bytes) -> None:
+        if grammar := floor_grammar(name):
+            parsers[grammar].parse(data)
+
+    return _timed_floor(root, parse)
 
 
 def _analyse_once(ctx, source: Path, commit: str = ""):
