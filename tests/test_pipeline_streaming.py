@@ -56,3 +56,29 @@ def test_the_runs_are_written_and_the_memory_kept_under_the_limit(tmp_path, monk
     assert len(seen) > 10
     # A run holds at most one batch's facts beyond the limit.
     assert max(seen) < 10 + 3 * 40
+
+
+def test_a_run_gives_back_the_facts_it_was_given_integers_past_64_bits_and_all(tmp_path):
+    def report(graph, part):
+        graph.node("n:big", "constant", {"value": 2**70 + part, "name": "größe"}, ("a.py", part, part, "python@1"))
+        graph.node(f"n:{part}", "constant", {"value": -(2**64) - part}, ("a.py", part, part, "python@1"))
+        graph.edge("n:big", "uses", f"n:{part}", {"weight": 2**65}, ("a.py", part, part + 1, "python@1"))
+        graph.edge("n:big", "uses", "n:0", {"weight": 2**65}, ("b.py", part, part, "python@1"))
+
+    runs = GraphRuns(limit=0, directory=str(tmp_path))
+    whole = GraphRuns(limit=10**9)
+    for part in range(5):
+        report(runs.graph, part)
+        report(whole.graph, part)
+        runs.checkpoint()
+    assert len(runs.runs) == 5
+    spilled, in_memory = (tuple(map(list, graph.build())) for graph in (runs, whole))
+    assert spilled == in_memory
+    nodes, edges = in_memory
+    assert nodes[0] == {"id": "n:0", "kind": "constant", "attrs": {"value": -(2**64)},
+                        "evidence": [{"path": "a.py", "lines": [0, 0], "extractor": "python@1"}]}
+    assert nodes[-1]["attrs"] == {"value": 2**70, "name": "größe"}  # the first report's
+    assert edges[0]["evidence"] == [{"path": "a.py", "lines": [0, 1], "extractor": "python@1"}] + [
+        {"path": "b.py", "lines": [part, part], "extractor": "python@1"} for part in range(5)
+    ]
+    runs.close()

@@ -13,15 +13,12 @@ needs is bounded by the run size, not by the size of the source.
 """
 
 import heapq
-import json
+import marshal
 import tempfile
 import unicodedata
 from collections.abc import Iterator
-from itertools import groupby
+from itertools import groupby, islice
 from operator import itemgetter
-
-import orjson
-
 
 def nfc(text: str) -> str:
     """Return ``text`` as a fact holds it: in NFC, and with any lone surrogate written as its escape.
@@ -50,6 +47,7 @@ def _attrs(attrs: dict) -> dict:
 
 
 _first = itemgetter(0)
+BLOCK = 1000  # rows of a run written (and read back) at once
 
 
 def _key(attrs: dict) -> tuple:
@@ -108,22 +106,32 @@ class GraphBuilder:
         ]
         return nodes, edges
 
-
     def write_run(self, nodes, edges) -> None:
-        """Write the facts held, in canonical order, to the files ``nodes`` and ``edges``: one JSON line a fact."""
-        for node_id, (kind, attrs, evidence) in sorted(self._nodes.items(), key=_first):
-            nodes.write(_row([node_id, kind, attrs, sorted(evidence)]))
-        for key, (attrs, evidence) in sorted(self._edges.items(), key=_first):
-            edges.write(_row([key[0], key[1], key[2], attrs, sorted(evidence)]))
+        """Write the facts held, in canonical order, to the files ``nodes`` and ``edges`` (see ``_write_rows``).
+
+        An edge's row holds its attributes as the sorted pairs it is keyed by; a fact's evidence is left a set,
+        to be sorted once, when the runs are merged.
+        """
+        _write_rows(nodes, ((node_id, kind, attrs, evidence) for node_id, (kind, attrs, evidence) in sorted(self._nodes.items(), key=_first)))
+        _write_rows(edges, ((*key, evidence) for key, (_, evidence) in sorted(self._edges.items(), key=_first)))
 
 
-def _row(value: list) -> bytes:
-    """Return one line of a run. orjson reads an integer past 64 bits back as a float, so it writes none: such a
-    row is written by the standard library's encoder, after a space that tells the reader to use it too."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
-    except orjson.JSONEncodeError:
-        return b" " + json.dumps(value, separators=(",", ":")).encode() + b"\n"
+def _write_rows(run, rows: Iterator[tuple]) -> None:
+    """Write ``rows`` to the file ``run`` in blocks of ``BLOCK``, each its length and then its ``marshal`` bytes.
+
+    A run is read back only by the process that wrote it, so the interpreter's own format serves: it keeps
+    tuples and sets as they are, integers of any size, and costs one call a block, not one a fact.
+    """
+    while block := tuple(islice(rows, BLOCK)):
+        data = marshal.dumps(block)
+        run.write(len(data).to_bytes(4, "little"))
+        run.write(data)
+
+
+def _rows(run) -> Iterator[tuple]:
+    run.seek(0)
+    while header := run.read(4):
+        yield from marshal.loads(run.read(int.from_bytes(header, "little")))
 
 
 def _evidence(items) -> list:
@@ -131,18 +139,7 @@ def _evidence(items) -> list:
     return [{"path": path, "lines": [first, last], "extractor": extractor} for path, first, last, extractor in ordered]
 
 
-def _lines(run) -> Iterator[list]:
-    run.seek(0)
-    for line in run:
-        yield json.loads(line) if line[0] == 0x20 else orjson.loads(line)
-
-
-def _node_key(row: list) -> str:
-    return row[0]
-
-
-def _edge_key(row: list) -> tuple:
-    return row[0], row[1], row[2], _key(row[3])
+_edge_key = itemgetter(0, 1, 2, 3)
 
 
 class GraphRuns:
@@ -180,24 +177,22 @@ class GraphRuns:
 
     def _nodes(self) -> Iterator[dict]:
         # heapq.merge is stable: of equal keys, the earlier run's row comes first, so its attributes win.
-        merged = heapq.merge(*(_lines(nodes) for nodes, _ in self.runs), key=_node_key)
-        for node_id, rows in groupby(merged, key=_node_key):
+        merged = heapq.merge(*(_rows(nodes) for nodes, _ in self.runs), key=_first)
+        for node_id, rows in groupby(merged, key=_first):
             _, kind, attrs, evidence = next(rows)
-            evidence = set(map(tuple, evidence))
             for other in rows:
                 for key, value in other[2].items():
                     attrs.setdefault(key, value)
-                evidence.update(map(tuple, other[3]))
+                evidence |= other[3]
             yield {"id": node_id, "kind": kind, "attrs": attrs, "evidence": _evidence(evidence)}
 
     def _edges(self) -> Iterator[dict]:
-        merged = heapq.merge(*(_lines(edges) for _, edges in self.runs), key=_edge_key)
-        for _, rows in groupby(merged, key=_edge_key):
-            src, kind, dst, attrs, evidence = next(rows)
-            evidence = set(map(tuple, evidence))
+        merged = heapq.merge(*(_rows(edges) for _, edges in self.runs), key=_edge_key)
+        for (src, kind, dst, attrs), rows in groupby(merged, key=_edge_key):
+            evidence = next(rows)[4]
             for other in rows:
-                evidence.update(map(tuple, other[4]))
-            yield {"src": src, "kind": kind, "dst": dst, "attrs": attrs, "evidence": _evidence(evidence)}
+                evidence |= other[4]
+            yield {"src": src, "kind": kind, "dst": dst, "attrs": dict(attrs), "evidence": _evidence(evidence)}
 
     def close(self) -> None:
         for files in self.runs:
