@@ -32,11 +32,11 @@ class Linker:
 
     def __init__(self, records: Sequence[FileRecord]):
         self.records = sorted(records, key=lambda record: record.path)
-        self.inventory = Inventory(self)
-        self.dependencies = Dependencies(self)
-        self.python = Python(self)
-        self.javascript = JavaScript(self)
-        self.iac = Iac(self)
+        self.inventory = Inventory(self.records)
+        self.dependencies = Dependencies(self.records)
+        self.python = Python(self.records, self.dependencies)
+        self.javascript = JavaScript(self.records, self.dependencies)
+        self.iac = Iac(self.records)
         self.families = (self.inventory, self.dependencies, self.python, self.javascript, self.iac)
 
     def learn(self) -> None:

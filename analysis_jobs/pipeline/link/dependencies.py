@@ -21,8 +21,8 @@ class Dependencies(Family):
     neither declared nor locked still gets a node (an undeclared dependency).
     """
 
-    def __init__(self, linker):
-        super().__init__(linker)
+    def __init__(self, records):
+        super().__init__(records)
         self.declared: set[str] = set()
         self.direct: set[str] = set()
         self.locked: set[str] = set()

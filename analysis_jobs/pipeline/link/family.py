@@ -1,22 +1,24 @@
 """What every family of the linker is, and the pieces several families share."""
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from ..extractors import INVENTORY_VERSION
 from ..graph import GraphBuilder
 from ..records import FileRecord
 
-if TYPE_CHECKING:
-    from . import Linker
-
 INVENTORY = f"inventory@{INVENTORY_VERSION}"  # the extractor named by the facts the pipeline records itself
 
 
 class Family:
-    """One kind of fact's linking. Every hook is optional: the defaults read nothing and emit nothing."""
+    """One kind of fact's linking. Every hook is optional: the defaults read nothing and emit nothing.
 
-    def __init__(self, linker: "Linker"):
-        self.linker = linker
+    ``records`` are the analysis' files, in path order. A family that needs another is given it, never the linker:
+    a family that referred back to the linker that holds it would make a reference cycle, and the whole of what
+    the families learnt would outlive the link until the cyclic collector, paused meanwhile, ran.
+    """
+
+    def __init__(self, records: Sequence[FileRecord]):
+        self.records = records
 
     def reads(self, record: FileRecord) -> bool:
         """Return whether ``learn`` must see this file's facts."""

@@ -37,7 +37,7 @@ class Inventory(Family):
     def finish(self, graph):
         languages: Counter = Counter()
         total = 0
-        for record in self.linker.records:
+        for record in self.records:
             if record.kind == "file":
                 languages[record.language] += 1
                 total += record.size

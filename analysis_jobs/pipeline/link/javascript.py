@@ -8,6 +8,7 @@ what is neither becomes ``dep:npm:NAME``.
 
 import posixpath
 
+from .dependencies import Dependencies
 from .family import Family, evidence, extractor_name, service_calls, whole_file
 
 NODE_BUILTINS = frozenset(
@@ -24,9 +25,10 @@ def is_script(record) -> bool:
 
 
 class JavaScript(Family):
-    def __init__(self, linker):
-        super().__init__(linker)
-        self.paths = {record.path for record in linker.records if is_script(record)}
+    def __init__(self, records, dependencies: Dependencies):
+        super().__init__(records)
+        self.dependencies = dependencies
+        self.paths = {record.path for record in records if is_script(record)}
         self.packages: dict[str, tuple[str, str]] = {}  # workspace package name: (its folder, its entry)
         self.configs: dict[str, list[tuple[str, list[str]]]] = {}  # tsconfig folder: [(alias, target folders)]
 
@@ -78,7 +80,7 @@ class JavaScript(Family):
             inside = bare[len(name):].lstrip("/")
             return self._file(graph, [posixpath.normpath(posixpath.join(folder, inside or entry or "index"))])
         dependency = f"dep:npm:{name}"
-        self.linker.dependencies.imported.add(dependency)
+        self.dependencies.imported.add(dependency)
         return dependency
 
     def _file(self, graph, stems: list[str]) -> str:

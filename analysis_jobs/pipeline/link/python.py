@@ -23,6 +23,7 @@ else is imported from it. An import's edge carries how it is made: ``type_only``
 import posixpath
 
 from ..extractors.manifests import pypi_name
+from .dependencies import Dependencies
 from .family import Family, evidence, extractor_name, service_calls, whole_file
 from .stdlib import STDLIB
 
@@ -143,10 +144,11 @@ def infer_root_package(paths: list[str], imports_of: dict[str, list]) -> str | N
 
 
 class Python(Family):
-    def __init__(self, linker):
-        super().__init__(linker)
-        self.paths = [record.path for record in linker.records if is_python(record)]
-        self.project_dirs = {posixpath.dirname(record.path) for record in linker.records if posixpath.basename(record.path) in PROJECT_FILES}
+    def __init__(self, records, dependencies: Dependencies):
+        super().__init__(records)
+        self.dependencies = dependencies
+        self.paths = [record.path for record in records if is_python(record)]
+        self.project_dirs = {posixpath.dirname(record.path) for record in records if posixpath.basename(record.path) in PROJECT_FILES}
         self.root_is_package = "__init__.py" in self.paths
         self.imports_of: dict[str, list] = {}
         self.names: ModuleNames | None = None
@@ -165,7 +167,7 @@ class Python(Family):
 
     def _distributions_by_import_name(self) -> dict[str, str]:
         """Map import names to the declared or locked PyPI distributions they come from, where only one fits."""
-        known = self.linker.dependencies.declared | self.linker.dependencies.locked
+        known = self.dependencies.declared | self.dependencies.locked
         candidates: dict[str, set[str]] = {}
         for dependency in known:
             _, ecosystem, name = dependency.split(":", 2)
@@ -229,7 +231,7 @@ class Python(Family):
         if head in STDLIB:
             return graph.node(f"std:py:{head}", "stdlib", {"language": "python", "name": head})
         dependency = f"dep:pypi:{self._distribution(base)}"
-        self.linker.dependencies.imported.add(dependency)
+        self.dependencies.imported.add(dependency)
         return dependency
 
     def _distribution(self, base: list[str]) -> str:
