@@ -33,7 +33,6 @@ from itertools import islice
 from ..cursors import server_binding
 from ..exceptions import ResourceExceeded
 from .base import AnalysisState, Check, SnapshotReused, Stage
-from .collector import collector_paused
 from .config import PipelineConfig
 from .extractors import extractor_for, extractor_versions, run_extractor
 from .graph import GraphRuns
@@ -359,8 +358,7 @@ class RepositoryPipeline:
             self._reuse(state.values["identity"])
         check()
         runs = state.values["graph"] = GraphRuns(self.config.facts_in_memory)
-        with collector_paused():
-            Linker(records).link(runs, batch=self.config.batch_files, check=check)
+        Linker(records).link(runs, batch=self.config.batch_files, check=check)
         del state.values["records"]  # linked: the facts are in the graph's runs now
 
     # -- the Pipeline contract ---------------------------------------------------------------------------------
@@ -370,9 +368,8 @@ class RepositoryPipeline:
         runs = state.values.pop("graph")
         summary = state.values["summary"] = Summary()
         try:
-            with collector_paused():
-                nodes, edges = runs.build()
-                yield from write_document(SCHEMA, extractor_versions(), nodes, edges, summary)
+            nodes, edges = runs.build()
+            yield from write_document(SCHEMA, extractor_versions(), nodes, edges, summary)
         finally:
             runs.close()
 

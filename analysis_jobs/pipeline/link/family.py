@@ -13,8 +13,8 @@ class Family:
     """One kind of fact's linking. Every hook is optional: the defaults read nothing and emit nothing.
 
     ``records`` are the analysis' files, in path order. A family that needs another is given it, never the linker:
-    a family that referred back to the linker that holds it would make a reference cycle, and the whole of what
-    the families learnt would outlive the link until the cyclic collector, paused meanwhile, ran.
+    a family that referred back to the linker that holds it would make a reference cycle, and the worker pauses
+    the cycle collector for a whole attempt, so all the families learnt (and every record) would outlive the link.
     """
 
     def __init__(self, records: Sequence[FileRecord]):
