@@ -544,8 +544,8 @@ def _grammar_floor(root: Path) -> float:
     """
     from analysis_jobs.pipeline.extractors import iac, javascript, python
 
-    parsers = {"python": python._grammar()[0], "javascript": javascript._grammar("javascript")[0],
-               "typescript": javascript._grammar("typescript")[0], "tsx": javascript._grammar("tsx")[0],
+    parsers = {"python": python.parser(), "javascript": javascript.parser("javascript"),
+               "typescript": javascript.parser("typescript"), "tsx": javascript.parser("tsx"),
                "terraform": iac.grammar_parser("hcl"), "dockerfile": iac.grammar_parser("dockerfile")}
 
     def parse(name: str, data: bytes) -> None:

@@ -61,6 +61,11 @@ def _grammar(dialect: str):
     return tree_sitter.Parser(language), tree_sitter.Query(language, QUERIES)
 
 
+def parser(dialect: str):
+    """Return the tree-sitter parser of ``dialect`` (javascript, typescript or tsx) the extractor parses with."""
+    return _grammar(dialect)[0]
+
+
 VARIANCE = ("in", "out")
 
 

@@ -85,6 +85,11 @@ def _grammar():
     return tree_sitter.Parser(language), tree_sitter.Query(language, QUERIES)
 
 
+def parser():
+    """Return the tree-sitter parser the extractor parses Python with (the benchmark's floor parses with it too)."""
+    return _grammar()[0]
+
+
 def _text(node) -> str:
     return node.text.decode("utf-8", errors="replace")
 
