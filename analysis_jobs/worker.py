@@ -35,7 +35,7 @@ from .control_plane import DatabaseControlPlane, JobLease, is_database_unavailab
 from .decisions import Fail, decide_failure
 from .exceptions import JobCancelled, LeaseLost
 from .models import AnalysisJob, JobStatus
-from .pipeline import AnalysisState, Pipeline, SnapshotReused, canonical_json, default_pipeline
+from .pipeline import AnalysisState, Pipeline, SnapshotReused, canonical_bytes, default_pipeline
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ class Heartbeat:
 
 def _pieces(document) -> Iterable[bytes]:
     """Return a pipeline's document as canonical JSON pieces: a dict is encoded whole, pieces pass as they are."""
-    return (canonical_json(document).encode(),) if isinstance(document, dict) else document
+    return (canonical_bytes(document),) if isinstance(document, dict) else document
 
 
 def _checked(pieces: Iterable[bytes], flags: "_Flags") -> Iterator[bytes]:

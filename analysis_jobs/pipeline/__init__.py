@@ -10,7 +10,7 @@ same identity raises ``SnapshotReused`` and the worker completes the job with it
 """
 
 from .base import AnalysisState, Pipeline, SnapshotReused, Stage
-from .canonical import canonical_json, content_hash
+from .canonical import canonical_bytes, canonical_json, content_hash
 from .repository import RepositoryPipeline
 
 
@@ -20,6 +20,7 @@ def default_pipeline() -> Pipeline:
 
 
 __all__ = [
-    "AnalysisState", "Pipeline", "RepositoryPipeline", "SnapshotReused", "Stage", "canonical_json", "content_hash",
+    "AnalysisState", "Pipeline", "RepositoryPipeline", "SnapshotReused", "Stage", "canonical_bytes", "canonical_json",
+    "content_hash",
     "default_pipeline",
 ]

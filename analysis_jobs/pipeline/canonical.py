@@ -97,14 +97,21 @@ def _reference(document) -> str:
 
 def canonical_json(document: dict) -> str:
     """Return ``document`` as canonical JSON: NFC strings, sorted keys, no floats, no insignificant space."""
+    return canonical_bytes(document).decode()
+
+
+def canonical_bytes(document) -> bytes:
+    """Return the canonical JSON of ``document`` as the UTF-8 bytes that are hashed and stored.
+
+    orjson writes bytes, so the common case (ASCII) is never decoded to be checked, nor encoded back.
+    """
     try:
         data = orjson.dumps(document, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
-        return _reference(document)
-    text = data.decode()
-    if _may_hold_a_float(data) or not (text.isascii() or unicodedata.is_normalized("NFC", text)):
-        return _reference(document)
-    return text
+        return _reference(document).encode()
+    if _may_hold_a_float(data) or not (data.isascii() or unicodedata.is_normalized("NFC", data.decode())):
+        return _reference(document).encode()
+    return data
 
 
 def content_hash(text: str) -> str:

@@ -9,10 +9,15 @@ summary is counted as the elements go by and written last. Nothing but one batch
 
 from collections.abc import Callable, Iterable, Iterator
 
-from .canonical import canonical_json
+from .canonical import canonical_bytes
 from .summary import Summary
 
 BATCH = 1000  # elements encoded per call: orjson's speed and its checks are per call, not per element
+
+
+def _inner(batch: list, first: bool) -> bytes:
+    """Return the elements of ``batch`` as they stand in a list's text: without its brackets, after a comma unless ``first``."""
+    return (b"" if first else b",") + memoryview(canonical_bytes(batch))[1:-1]
 
 
 def _elements(items: Iterable[dict], count: Callable[[dict], None]) -> Iterator[bytes]:
@@ -21,10 +26,10 @@ def _elements(items: Iterable[dict], count: Callable[[dict], None]) -> Iterator[
         count(item)
         batch.append(item)
         if len(batch) == BATCH:
-            yield (b"" if first else b",") + canonical_json(batch).encode()[1:-1]
+            yield _inner(batch, first)
             batch, first = [], False
     if batch:
-        yield (b"" if first else b",") + canonical_json(batch).encode()[1:-1]
+        yield _inner(batch, first)
 
 
 def write_document(schema: str, extractors: dict, nodes: Iterable[dict], edges: Iterable[dict], summary: Summary) -> Iterator[bytes]:
@@ -35,6 +40,6 @@ def write_document(schema: str, extractors: dict, nodes: Iterable[dict], edges: 
     """
     yield b'{"edges":['
     yield from _elements(edges, summary.edge)
-    yield b'],"extractors":' + canonical_json(extractors).encode() + b',"nodes":['
+    yield b'],"extractors":' + canonical_bytes(extractors) + b',"nodes":['
     yield from _elements(nodes, summary.node)
-    yield b'],"schema":' + canonical_json(schema).encode() + b',"summary":' + canonical_json(summary.result()).encode() + b"}"
+    yield b'],"schema":' + canonical_bytes(schema) + b',"summary":' + canonical_bytes(summary.result()) + b"}"
