@@ -73,14 +73,14 @@ class ChunkWriter:
         buffer = self._buffer
         buffer += data
         chunks, start = [], 0
-        # A boundary may straddle the last piece and this one: look again at the last few bytes scanned.
-        for found in ELEMENT.finditer(buffer, max(0, self._scanned - ELEMENT_BYTES + 1)):
-            at = found.start()
-            window = bytes(buffer[at - WINDOW : at]) if at >= WINDOW else (self._before + buffer[:at])[-WINDOW:]
-            if zlib.crc32(window) & MASK:
-                continue
-            chunks.append(Chunk.of(bytes(buffer[start : at + 2])))
-            start = at + 2
+        with memoryview(buffer) as view:  # its slices are not copies (the view is let go before the buffer shrinks)
+            # A boundary may straddle the last piece and this one: look again at the last few bytes scanned.
+            for found in ELEMENT.finditer(buffer, max(0, self._scanned - ELEMENT_BYTES + 1)):
+                at = found.start()
+                if zlib.crc32(view[at - WINDOW : at] if at >= WINDOW else (self._before + buffer[:at])[-WINDOW:]) & MASK:
+                    continue
+                chunks.append(Chunk.of(bytes(view[start : at + 2])))
+                start = at + 2
         if start:
             self._before = (self._before + buffer[max(0, start - WINDOW) : start])[-WINDOW:]
             del buffer[:start]
