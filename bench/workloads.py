@@ -2,6 +2,7 @@
 
 import ast
 import datetime as dt
+import gc
 import hashlib
 import io
 import os
@@ -500,16 +501,26 @@ def admin(ctx):
 
 def _timed_floor(root: Path, parse) -> float:
     """Read every file under ``root`` in path order, SHA-256 it and hand it to ``parse(name, data)``, in this
-    process; return seconds."""
-    t0 = time.monotonic()
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            with open(os.path.join(directory, name), "rb") as handle:
-                data = handle.read()
-            hashlib.sha256(data).hexdigest()
-            parse(name, data)
-    return time.monotonic() - t0
+    process; return seconds.
+
+    The cycle collector is paused, as the worker pauses it for an attempt: ``ast``'s trees are Python objects,
+    and on the 25,000-file tree the collector took 3.0 s of a 15.2 s floor, which flattered every ratio to it.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.monotonic()
+        for directory, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                with open(os.path.join(directory, name), "rb") as handle:
+                    data = handle.read()
+                hashlib.sha256(data).hexdigest()
+                parse(name, data)
+        return time.monotonic() - t0
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _ast_parse(name: str, data: bytes) -> None:

@@ -71,3 +71,16 @@ def test_the_every_grammar_floor_parses_each_kind_of_source_the_tree_holds(tmp_p
     assert set(parsed.values()) - {None} == set(FLOOR_GRAMMARS)
     assert {path.rsplit(".", 1)[-1] for path, grammar in parsed.items() if grammar is None} == {"json", "md", "toml", "txt"}
     assert parsed["packages/pkg000/src/part03.tsx"] == "tsx" and parsed["Dockerfile"] == "dockerfile"
+
+
+def test_the_floors_run_with_the_cycle_collector_paused_as_the_worker_runs_an_attempt(tmp_path):
+    import gc
+
+    from bench.workloads import _timed_floor
+
+    generate(tmp_path, 20)
+    seen = []
+    assert gc.isenabled()
+    _timed_floor(tmp_path, lambda name, data: seen.append(gc.isenabled()))
+    assert len(seen) == 20 and not any(seen)
+    assert gc.isenabled()
