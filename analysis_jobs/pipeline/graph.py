@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from itertools import groupby, islice
 from operator import itemgetter
 
+
 def nfc(text: str) -> str:
     """Return ``text`` as a fact holds it: in NFC, and with any lone surrogate written as its escape.
 
