@@ -2,7 +2,6 @@
 
 import ast
 import datetime as dt
-import gc
 import hashlib
 import io
 import os
@@ -506,9 +505,9 @@ def _timed_floor(root: Path, parse) -> float:
     The cycle collector is paused, as the worker pauses it for an attempt: ``ast``'s trees are Python objects,
     and on the 25,000-file tree the collector took 3.0 s of a 15.2 s floor, which flattered every ratio to it.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    from analysis_jobs.worker import _cycle_collector_paused
+
+    with _cycle_collector_paused():
         t0 = time.monotonic()
         for directory, dirnames, filenames in os.walk(root):
             dirnames.sort()
@@ -518,9 +517,6 @@ def _timed_floor(root: Path, parse) -> float:
                 hashlib.sha256(data).hexdigest()
                 parse(name, data)
         return time.monotonic() - t0
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _ast_parse(name: str, data: bytes) -> None:
