@@ -101,7 +101,7 @@ def test_kill_soak(workers, tmp_path):
 
     audit = queue_audit()
     seals = seals_per_job(workers.events())
-    reclaims = sum(1 for e in workers.events() if e["state"] == "reclaimed")
+    reclaimed = [int(e["job"]) for e in workers.events() if e["state"] == "reclaimed"]
     statuses = {
         status: AnalysisJob.objects.filter(status=status).count() for status in JobStatus.values
     }
@@ -118,7 +118,7 @@ def test_kill_soak(workers, tmp_path):
         "kills": kills,
         "kills_mid_job": kills_mid_job,
         "orphaned_jobs": len(rescued),
-        "reclaims_logged": reclaims,
+        "reclaims_logged": len(reclaimed),
         "reclaim_seconds_p50": _percentile(reclaim_times, 0.5),
         "reclaim_seconds_max": _percentile(reclaim_times, 1.0),
         "running_again_seconds_p50": _percentile(rerun_times, 0.5),
@@ -137,5 +137,8 @@ def test_kill_soak(workers, tmp_path):
     # A worker killed between its seal's commit and its log line leaves no line, so the log can only show excess.
     assert [pk for pk, count in seals.items() if count > 1] == [], seals
     assert kills_mid_job >= 1, figures  # the soak proved nothing if no kill ever hit a running job
-    assert reclaims >= len(rescued), figures
+    # Every orphan came back through the sweep. Counted per job, not per line: a sweeper killed between its
+    # reclaim's commit and its log line leaves the job running under itself, so the job is orphaned again and
+    # the next rescue logs it; a count of lines against a count of rescues would fail on that kill.
+    assert {o["job"] for o in rescued} <= set(reclaimed), figures
     assert max(reclaim_times) <= LEASE + SWEEP + SLACK, figures
