@@ -51,7 +51,7 @@ CORPUS = {
     "net/App.csproj": '<Project><ItemGroup><PackageReference Include="Serilog" Version="3.1.1" /></ItemGroup></Project>\n',
     "php/composer.json": '{"require": {"php": ">=8.1", "monolog/monolog": "^3.0"}}\n',
     "ruby/Gemfile.lock": "GEM\n  specs:\n    rack (3.0.9)\n\nDEPENDENCIES\n  rack\n",
-    "legacy/setup.py": "from setuptools import setup\nsetup(install_requires=['requests>=2'])\n",
+    "legacy/setup.py": "from setuptools import setup\nrequires = ['requests>=2']\nsetup(install_requires=requires)\n",
     # Where it runs
     "Dockerfile": "FROM python:3.12-slim AS base\nFROM base",  # no final newline
     ".github/workflows/ci.yml": "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n",

@@ -48,6 +48,29 @@ def test_setup_py_literal_requirements_are_read_never_run(tmp_path):
     assert declared(result, "requirements/base.in") == {"dep:pypi:celery": ("", "main", 1)}
 
 
+def test_setup_py_reads_requirements_from_names_bound_once_to_a_literal(tmp_path):
+    # Requests' shape: the lists are bound to names above the call, and tests_require names its own.
+    root = write_tree(tmp_path / "r", {
+        "setup.py": (
+            "from setuptools import setup\n"
+            "maybe = ['first']\n"
+            "if flag:\n"
+            "    maybe = ['second']\n"  # bound twice: which list setup() sees depends on running the file
+            "requires = [\n"
+            "    'charset_normalizer>=2,<4',\n"
+            "    'idna>=2.5,<4',\n"
+            "]\n"
+            "test_requirements: list = ['pytest-mock']\n"
+            "extras = {'socks': ['PySocks>=1.5.6, !=1.5.7'], 'either': maybe}\n"
+            "setup(install_requires=requires, tests_require=test_requirements, extras_require=extras)\n"
+        ),
+    })
+    assert declared(analyse(root), "setup.py") == {
+        "dep:pypi:charset-normalizer": ("<4,>=2", "main", 6), "dep:pypi:idna": ("<4,>=2.5", "main", 7),
+        "dep:pypi:pytest-mock": ("", "dev", 9), "dep:pypi:pysocks": ("!=1.5.7,>=1.5.6", "optional:socks", 10),
+    }
+
+
 def test_go_modules_declared_indirect_and_summed(tmp_path):
     root = write_tree(tmp_path / "svc", {
         "go.mod": (

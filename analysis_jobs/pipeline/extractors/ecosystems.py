@@ -4,10 +4,10 @@ Manifests and lockfiles of the other ecosystems a monorepo holds: Go, Rust, Java
 line; ``locked``: ecosystem, name, version, line, direct or None when the lockfile cannot say).
 
 TOML is read with ``tomllib``, JSON with ``json``, XML with the standard ``xml.etree`` (never resolving
-entities), ``setup.py`` with ``ast`` (read, never executed: only literal lists count); ``go.mod``, ``go.sum``
-and ``Gemfile.lock`` are line formats, read here as their tools define them. Names are kept as each registry
-compares them: Go module paths, crates, Maven coordinates and gems as written; NuGet ids and Composer packages,
-which their registries compare without case, lower-cased.
+entities), ``setup.py`` with ``ast`` (read, never executed: only literal lists count, in the call or bound once
+to a name); ``go.mod``, ``go.sum`` and ``Gemfile.lock`` are line formats, read here as their tools define them.
+Names are kept as each registry compares them: Go module paths, crates, Maven coordinates and gems as written;
+NuGet ids and Composer packages, which their registries compare without case, lower-cased.
 
 ``setup.py`` is read with the worker's own ``ast``: its literal lists use no new syntax, and a file that does not
 parse gives a diagnostic like any other manifest.
@@ -49,26 +49,58 @@ def _literal_strings(node) -> list[ast.Constant] | None:
     return None
 
 
-def extract_setup_py(data: bytes) -> dict:
-    """The literal ``install_requires`` and ``extras_require`` of every ``setup(...)`` call."""
-    declared = []
+def _bound_once(tree: ast.Module) -> dict[str, ast.expr]:
+    """The names the module's top level binds once, and to what: ``install_requires=requires`` reads ``requires``.
 
-    def add(items, scope):
-        for item in items or ():
+    A name bound anywhere else too (again, in a loop, by ``+=``, as a function's local) is left out: which value
+    ``setup`` sees would then depend on running the file.
+    """
+    stores: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    bound = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and stores[target.id] == 1:
+            bound[target.id] = value
+    return bound
+
+
+# The setup() keywords that declare requirements, and the scope each gives them (``extras_require`` gives one per extra).
+SETUP_KEYWORDS = {"install_requires": "main", "tests_require": "dev"}
+
+
+def extract_setup_py(data: bytes) -> dict:
+    """The literal requirements of every ``setup(...)`` call: written in the call, or in a name bound once to a literal."""
+    declared = []
+    tree = ast.parse(data)
+    bound = _bound_once(tree)
+
+    def value_of(node):
+        return bound.get(node.id, node) if isinstance(node, ast.Name) else node
+
+    def add(node, scope):
+        for item in _literal_strings(value_of(node)) or ():
             parsed = _requirement(item.value)
             if parsed is not None:
                 declared.append(["pypi", parsed[0], parsed[1], scope, item.lineno])
 
-    for node in ast.walk(ast.parse(data)):
+    for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup"):
             continue
         for keyword in node.keywords:
-            if keyword.arg == "install_requires":
-                add(_literal_strings(keyword.value), "main")
-            elif keyword.arg == "extras_require" and isinstance(keyword.value, ast.Dict):
-                for key, value in zip(keyword.value.keys, keyword.value.values):
+            if keyword.arg in SETUP_KEYWORDS:
+                add(keyword.value, SETUP_KEYWORDS[keyword.arg])
+            elif keyword.arg == "extras_require" and isinstance(extras := value_of(keyword.value), ast.Dict):
+                for key, value in zip(extras.keys, extras.values):
                     if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                        add(_literal_strings(value), f"optional:{key.value}")
+                        add(value, f"optional:{key.value}")
     return {"declared": declared, "locked": []}
 
 
@@ -299,7 +331,7 @@ def extract_gemfile_lock(data: bytes) -> dict:
     return {"declared": [], "locked": [["gem", name, version, line, name in direct] for name, version, line in specs]}
 
 
-SETUP_PY = Extractor("setup.py", VERSION, extract_setup_py)
+SETUP_PY = Extractor("setup.py", "2", extract_setup_py)  # 2: names bound once to a literal; tests_require
 GO_MOD = Extractor("go.mod", VERSION, extract_go_mod)
 GO_SUM = Extractor("go.sum", VERSION, extract_go_sum)
 CARGO_TOML = Extractor("cargo.toml", VERSION, extract_cargo_toml)
