@@ -100,8 +100,8 @@ def test_the_graph_does_not_depend_on_the_interpreter(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "version_info", (3, 14, 0, "final", 0))
     monkeypatch.setattr(sys, "version", "3.14.0")
     assert analyse(root).hash == here.hash
-    assert python.VERSION == "2"  # the extractor's own version, with no interpreter's in it
-    assert here.nodes["mod:py:m"]["evidence"][0]["extractor"] == "python@2"
+    assert python.VERSION == "3"  # the extractor's own version, with no interpreter's in it
+    assert here.nodes["mod:py:m"]["evidence"][0]["extractor"] == "python@3"
 
 
 @pytest.mark.parametrize(("imported", "declared"), [
@@ -136,15 +136,30 @@ def test_the_lockfile_names_the_distribution_of_a_transitive_import(tmp_path):
 def test_no_dependency_is_invented_for_the_standard_library_stubs_or_the_repository(tmp_path):
     root = write_tree(tmp_path / "r", {
         "pkg/__init__.py": "",
-        "pkg/__main__.py": "import __main__\nfrom _typeshed import StrPath\nimport tomllib, zoneinfo, distutils\n",
+        "pkg/__main__.py": (
+            "import __main__\nfrom _typeshed import StrPath\nimport tomllib, zoneinfo, distutils\n"
+            "import __pypy__, _dummy_thread, dummy_thread\n"  # PyPy's own module; 3.8's and Python 2's names
+        ),
         "pkg/missing.py": "from pkg.gone import thing\n",
     })
     result = analyse(root)
     assert result.of_kind("dependency") == {}
     assert result.targets("mod:py:pkg.__main__", "imports") == [
-        "std:py:__main__", "std:py:_typeshed", "std:py:distutils", "std:py:tomllib", "std:py:zoneinfo",
+        "std:py:__main__", "std:py:__pypy__", "std:py:_dummy_thread", "std:py:_typeshed", "std:py:distutils",
+        "std:py:dummy_thread", "std:py:tomllib", "std:py:zoneinfo",
     ]
     assert not any(node_id.startswith("dep:pypi:-") for node_id in result.nodes)
+
+
+def test_a_private_module_belongs_to_the_distribution_of_its_public_name(tmp_path):
+    # celery imports billiard's C extension as _billiard; pytest's internals are _pytest.
+    root = write_tree(tmp_path / "r", {
+        "requirements.txt": "billiard>=4.2\n",
+        "app.py": "from _billiard import read\nimport _pytest.fixtures\nimport _cffi_backend\n",
+    })
+    result = analyse(root)
+    assert result.targets("mod:py:app", "imports") == ["dep:pypi:billiard", "dep:pypi:cffi", "dep:pypi:pytest"]
+    assert result.nodes["dep:pypi:billiard"]["attrs"]["declared"] is True
 
 
 def test_an_import_says_how_it_is_made(tmp_path):

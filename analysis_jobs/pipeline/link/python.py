@@ -33,7 +33,7 @@ IMPORT_TO_DISTRIBUTION = {
     "dateutil": "python-dateutil", "jwt": "pyjwt", "dotenv": "python-dotenv", "magic": "python-magic",
     "OpenSSL": "pyopenssl", "Crypto": "pycryptodome", "environ": "django-environ",
     "rest_framework": "djangorestframework", "attr": "attrs", "serial": "pyserial", "git": "gitpython",
-    "docx": "python-docx", "pkg_resources": "setuptools", "_pytest": "pytest", "django_filters": "django-filter",
+    "docx": "python-docx", "pkg_resources": "setuptools", "_cffi_backend": "cffi", "django_filters": "django-filter",
     "debug_toolbar": "django-debug-toolbar", "corsheaders": "django-cors-headers", "zmq": "pyzmq", "fitz": "pymupdf",
     "win32api": "pywin32", "MySQLdb": "mysqlclient", "jose": "python-jose", "multipart": "python-multipart",
     "google.protobuf": "protobuf", "taggit": "django-taggit", "mptt": "django-mptt", "storages": "django-storages",
@@ -236,7 +236,10 @@ class Python(Family):
 
     def _distribution(self, base: list[str]) -> str:
         head = base[0]
-        for name in (pypi_name(head), pypi_name(".".join(base[:2]))):
+        # A private top-level module (``_pytest``, ``_billiard``) ships with the distribution of its public name;
+        # no distribution's name starts or ends with the ``-`` that its underscore would become.
+        public = head.strip("_") or head
+        for name in (pypi_name(head), pypi_name(".".join(base[:2])), pypi_name(public)):
             if name in self.distributions:
                 return self.distributions[name]
-        return IMPORT_TO_DISTRIBUTION.get(".".join(base[:2])) or IMPORT_TO_DISTRIBUTION.get(head) or pypi_name(head)
+        return IMPORT_TO_DISTRIBUTION.get(".".join(base[:2])) or IMPORT_TO_DISTRIBUTION.get(head) or pypi_name(public)

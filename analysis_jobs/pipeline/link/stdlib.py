@@ -3,18 +3,20 @@ The standard library's top-level module names, fixed here rather than read from 
 
 ``sys.stdlib_module_names`` differs between Python versions (3.12 and 3.13 removed modules, 3.14 added some), so
 reading it would make the facts, and the graph hash, depend on the Python a worker runs. This is the union of
-CPython 3.8 to 3.14's names, the stub-only ``_typeshed``, and Python 2's names that code still imports in
-``try``/``except ImportError`` fallbacks: none of them is a distribution to depend on.
+CPython 3.8 to 3.14's names, the stub-only ``_typeshed``, PyPy's built-in ``__pypy__``, and Python 2's names that
+code still imports in ``try``/``except ImportError`` fallbacks: none of them is a distribution to depend on.
 """
 
 STDLIB = frozenset({
     "BaseHTTPServer", "CGIHTTPServer", "ConfigParser", "Cookie", "HTMLParser", "Queue", "SimpleHTTPServer",
     "SimpleXMLRPCServer", "SocketServer", "StringIO", "Tkinter", "UserDict", "UserList", "UserString",
-    "__builtin__", "__future__", "__main__", "_abc", "_aix_support", "_ast", "_asyncio", "_bisect", "_blake2",
+    "__builtin__", "__future__", "__main__", "__pypy__",
+    "_abc", "_aix_support", "_ast", "_asyncio", "_bisect", "_blake2",
     "_bootlocale", "_bootsubprocess", "_bz2", "_codecs", "_codecs_cn", "_codecs_hk", "_codecs_iso2022",
     "_codecs_jp", "_codecs_kr", "_codecs_tw", "_collections", "_collections_abc", "_colorize", "_compat_pickle",
     "_compression", "_contextvars", "_crypt", "_csv", "_ctypes", "_curses", "_curses_panel", "_datetime", "_dbm",
-    "_decimal", "_elementtree", "_frozen_importlib", "_frozen_importlib_external", "_functools", "_gdbm",
+    "_decimal", "_dummy_thread", "_elementtree", "_frozen_importlib", "_frozen_importlib_external",
+    "_functools", "_gdbm",
     "_hashlib", "_heapq", "_imp", "_interpchannels", "_interpqueues", "_interpreters", "_io", "_json", "_locale",
     "_lsprof", "_lzma", "_markupbase", "_md5", "_msi", "_multibytecodec", "_multiprocessing", "_opcode",
     "_operator", "_osx_support", "_overlapped", "_pickle", "_posixshmem", "_posixsubprocess", "_py_abc",
@@ -28,7 +30,8 @@ STDLIB = frozenset({
     "codeop", "collections", "colorsys", "commands", "compileall", "compression", "concurrent", "configparser",
     "contextlib", "contextvars", "cookielib", "copy", "copy_reg", "copyreg", "crypt", "csv", "ctypes", "curses",
     "dataclasses", "datetime", "dbhash", "dbm", "decimal", "difflib", "dircache", "dis", "distutils", "doctest",
-    "dumbdbm", "dummy_threading", "email", "encodings", "ensurepip", "enum", "errno", "exceptions", "faulthandler",
+    "dumbdbm", "dummy_thread", "dummy_threading", "email", "encodings", "ensurepip", "enum", "errno",
+    "exceptions", "faulthandler",
     "fcntl", "filecmp", "fileinput", "fnmatch", "formatter", "fractions", "ftplib", "functools", "future_builtins",
     "gc", "gdbm", "genericpath", "getopt", "getpass", "gettext", "glob", "graphlib", "grp", "gzip", "hashlib",
     "heapq", "hmac", "html", "htmlentitydefs", "htmllib", "http", "httplib", "idlelib", "imaplib", "imghdr", "imp",
