@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis_jobs.pipeline import canonical, canonical_json, content_hash
+from analysis_jobs.pipeline import canonical, canonical_json, content_hash, repository
 from analysis_jobs.pipeline.config import PipelineConfig
 from analysis_jobs.pipeline.graph import GraphBuilder
 from analysis_jobs.pipeline.repository import snapshot_identity
@@ -128,7 +128,7 @@ def test_a_change_to_one_file_changes_the_hash(tmp_path):
     assert analyse(root).hash != before
 
 
-def test_the_snapshot_identity_covers_source_revision_and_config():
+def test_the_snapshot_identity_covers_source_revision_and_config(monkeypatch):
     config = PipelineConfig(exclude=("build/",))
     base = snapshot_identity("git:/r", "abc", config)
     assert base == snapshot_identity("git:/r", "abc", PipelineConfig(exclude=("build/",), max_files=5))  # budgets only fail
@@ -139,3 +139,6 @@ def test_the_snapshot_identity_covers_source_revision_and_config():
         snapshot_identity("git:/r", "abc", PipelineConfig(exclude=("dist/",))),
         snapshot_identity("git:/r", "abc", PipelineConfig(exclude=("build/",), max_file_bytes=10)),
     }) == 5
+    # Linking moved: the same files' cached facts make different facts, so no sealed snapshot may be reused.
+    monkeypatch.setattr(repository, "LINK_VERSION", "linked-otherwise")
+    assert snapshot_identity("git:/r", "abc", config) != base

@@ -100,8 +100,8 @@ def test_the_graph_does_not_depend_on_the_interpreter(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "version_info", (3, 14, 0, "final", 0))
     monkeypatch.setattr(sys, "version", "3.14.0")
     assert analyse(root).hash == here.hash
-    assert python.VERSION == "3"  # the extractor's own version, with no interpreter's in it
-    assert here.nodes["mod:py:m"]["evidence"][0]["extractor"] == "python@3"
+    assert python.VERSION == "2"  # the extractor's own version, with no interpreter's in it
+    assert here.nodes["mod:py:m"]["evidence"][0]["extractor"] == "python@2"
 
 
 @pytest.mark.parametrize(("imported", "declared"), [

@@ -36,7 +36,7 @@ from .base import AnalysisState, Check, SnapshotReused, Stage
 from .config import PipelineConfig
 from .extractors import extractor_for, extractor_versions, run_extractor
 from .graph import GraphRuns
-from .link import Linker
+from .link import VERSION as LINK_VERSION, Linker
 from .records import FileRecord, facts_text
 from .sources import Exclusions, GitSource, open_source, resolve_revision
 from .summary import Summary
@@ -64,12 +64,13 @@ def language_of(path: str) -> str:
 
 
 def snapshot_identity(source_identity: str, revision: str, config: PipelineConfig) -> str:
-    """Return the identity of an analysis: source, commit or tree digest, schema, extractors and config."""
+    """Return the identity of an analysis: source, commit or tree digest, schema, extractors, linking and config."""
     parts = {
         "source": source_identity,
         "revision": revision,
         "schema": SCHEMA,
         "extractors": extractor_versions(),
+        "linker": LINK_VERSION,
         "config": config.digest(),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()

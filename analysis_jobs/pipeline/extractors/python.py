@@ -26,10 +26,7 @@ import warnings
 
 from .base import Extractor, first_syntax_error, http_target
 
-# 3: its imports of private modules (``_billiard``), PyPy's ``__pypy__`` and Python 2's ``dummy_thread`` link to
-# their distribution or the standard library. The facts are the same; the version moves so that no snapshot sealed
-# with the old linking is reused by identity.
-VERSION = "3"
+VERSION = "2"
 
 QUERIES = """
 (import_statement) @import

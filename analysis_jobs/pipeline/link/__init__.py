@@ -27,6 +27,12 @@ from .javascript import JavaScript
 from .python import Python
 
 
+# Moves when the same per-file facts link to different facts, so that no snapshot sealed by the old linking is
+# reused by identity; the per-file facts stay cached. 2: private modules (``_billiard``) link to the distribution
+# of their public name, and ``__pypy__`` and Python 2's ``dummy_thread`` to the standard library.
+VERSION = "2"
+
+
 class Linker:
     """The families of one analysis, over its records sorted by path."""
 
