@@ -94,6 +94,22 @@ class GraphBuilder:
         if evidence is not None:
             found[1].add(evidence if evidence[0].isascii() else (nfc(evidence[0]), *evidence[1:]))
 
+    def node_element(self, node_id: str) -> dict | None:
+        """Return node ``node_id`` as the document holds it, or None if none was reported."""
+        found = self._nodes.get(node_id)
+        if found is None:
+            return None
+        kind, attrs, evidence = found
+        return {"id": node_id, "kind": kind, "attrs": attrs, "evidence": _evidence(evidence)}
+
+    def edge_elements(self) -> dict[tuple, dict]:
+        """Return every edge as the document holds it, by its key (unordered)."""
+        return {key: {"src": key[0], "kind": key[1], "dst": key[2], "attrs": attrs, "evidence": _evidence(evidence)}
+                for key, (attrs, evidence) in self._edges.items()}
+
+    def node_ids(self):
+        return self._nodes.keys()
+
     def __len__(self) -> int:
         """Return how many facts (nodes and edges) are held."""
         return len(self._nodes) + len(self._edges)

@@ -4,38 +4,60 @@ from collections import Counter
 
 
 class Summary:
-    """The counts of a graph, taken one node and one edge at a time (the graph is never held whole)."""
+    """The counts of a graph, taken one node and one edge at a time (the graph is never held whole).
+
+    An element counted with ``sign`` -1 is taken back out, as a re-analysis that splices the document does for
+    the elements it replaces; ``state`` and ``from_state`` carry the counts from one analysis to the next.
+    """
 
     def __init__(self):
         self.kinds: Counter = Counter()
         self.modules: Counter = Counter()
         self.dependencies: dict[str, Counter] = {}
-        self.services: list[str] = []
-        self.images: list[str] = []
+        self.services: Counter = Counter()
+        self.images: Counter = Counter()
         self.repository = {"files": 0, "bytes": 0, "languages": {}}
         self.imports = self.edges = 0
 
-    def node(self, node: dict) -> None:
+    def node(self, node: dict, sign: int = 1) -> None:
         kind, attrs = node["kind"], node["attrs"]
-        self.kinds[kind] += 1
+        _add(self.kinds, kind, sign)
         if kind == "module" and not attrs.get("missing"):
-            self.modules[attrs["language"]] += 1
+            _add(self.modules, attrs["language"], sign)
         elif kind == "dependency":
             counts = self.dependencies.setdefault(attrs["ecosystem"], Counter())
-            counts["total"] += 1
-            counts["direct" if attrs["direct"] else ("transitive" if attrs["locked"] else "undeclared")] += 1
-            counts["locked"] += 1 if attrs["locked"] else 0
+            _add(counts, "total", sign)
+            _add(counts, "direct" if attrs["direct"] else ("transitive" if attrs["locked"] else "undeclared"), sign)
+            counts["locked"] += sign if attrs["locked"] else 0  # counted (if only as 0) for every ecosystem
+            if not counts["total"]:
+                del self.dependencies[attrs["ecosystem"]]
         elif kind == "service":
-            self.services.append(attrs["host"])
+            _add(self.services, attrs["host"], sign)
         elif kind == "image":
-            self.images.append(attrs["ref"])
-        elif kind == "repository" and self.kinds[kind] == 1:
+            _add(self.images, attrs["ref"], sign)
+        elif kind == "repository" and sign > 0 and self.kinds[kind] == 1:
             self.repository = attrs
 
-    def edge(self, edge: dict) -> None:
-        self.edges += 1
+    def edge(self, edge: dict, sign: int = 1) -> None:
+        self.edges += sign
         if edge["kind"] == "imports":
-            self.imports += 1
+            self.imports += sign
+
+    def state(self) -> dict:
+        """Return the counts as JSON-ready values (``from_state`` reads them back)."""
+        return {
+            "kinds": self.kinds, "modules": self.modules, "dependencies": self.dependencies, "services": self.services,
+            "images": self.images, "repository": self.repository, "imports": self.imports, "edges": self.edges,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> "Summary":
+        summary = cls()
+        for name in ("kinds", "modules", "services", "images"):
+            setattr(summary, name, Counter(state[name]))
+        summary.dependencies = {ecosystem: Counter(counts) for ecosystem, counts in state["dependencies"].items()}
+        summary.repository, summary.imports, summary.edges = state["repository"], state["imports"], state["edges"]
+        return summary
 
     def result(self) -> dict:
         """Return counts by kind of what the graph holds (integers and sorted names only)."""
@@ -48,9 +70,9 @@ class Summary:
             "symbols": kinds["class"] + kinds["function"] + kinds["export"],
             "imports": self.imports,
             "dependencies": {ecosystem: dict(sorted(counts.items())) for ecosystem, counts in sorted(self.dependencies.items())},
-            "services": sorted(self.services),
+            "services": sorted(self.services.elements()),
             "iac": {
-                "images": sorted(self.images),
+                "images": sorted(self.images.elements()),
                 "compose_services": kinds["compose_service"],
                 "terraform": sum(count for kind, count in kinds.items() if kind.startswith("terraform_")),
             },
@@ -58,6 +80,13 @@ class Summary:
             "nodes": sum(kinds.values()),
             "edges": self.edges,
         }
+
+
+def _add(counts: Counter, key: str, sign: int) -> None:
+    """Count ``key`` in or (``sign`` -1) out; a count that falls to nothing is no key at all, as if never counted."""
+    counts[key] += sign
+    if not counts[key]:
+        del counts[key]
 
 
 def summarise(nodes, edges) -> dict:

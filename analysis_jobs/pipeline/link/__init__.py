@@ -16,9 +16,11 @@ The graph merges what two files report of one node, so the result depends only o
 were batched.
 """
 
+import hashlib
+import json
 from collections.abc import Sequence
 
-from ..graph import GraphRuns
+from ..graph import GraphBuilder, GraphRuns
 from ..records import FileRecord
 from .dependencies import Dependencies
 from .iac import Iac
@@ -44,9 +46,16 @@ class Linker:
         self.javascript = JavaScript(self.records, self.dependencies)
         self.iac = Iac(self.records)
         self.families = (self.inventory, self.dependencies, self.python, self.javascript, self.iac)
+        self.learnt = ""  # the digest of what the families learnt, once they have
 
     def learn(self) -> None:
-        """Show each family the files it reads before emitting (decoding each file's facts once at most)."""
+        """Show each family the files it reads before emitting (decoding each file's facts once at most).
+
+        ``learnt`` is then the digest of what they learnt: two analyses with the same one emit the same facts
+        for the same file.
+        """
+        if self.learnt:
+            return
         for record in self.records:
             facts = None
             for family in self.families:
@@ -56,6 +65,14 @@ class Linker:
                     family.learn(record, facts)
         for family in self.families:
             family.learned()
+        learnt = json.dumps([family.learnt() for family in self.families], separators=(",", ":"))
+        self.learnt = hashlib.sha256(learnt.encode()).hexdigest()
+
+    def emit(self, record: FileRecord, graph: GraphBuilder) -> None:
+        """Report one file's facts into ``graph`` (once the families have learnt)."""
+        facts = record.decoded()
+        for family in self.families:
+            family.emit(record, facts, graph)
 
     def link(self, runs: GraphRuns, *, batch: int = 256, check=lambda: None) -> None:
         """Report every file's facts into ``runs`` a batch of files at a time, then what needs every file.
@@ -66,9 +83,7 @@ class Linker:
         for start in range(0, len(self.records), batch):
             graph = runs.graph
             for record in self.records[start : start + batch]:
-                facts = record.decoded()
-                for family in self.families:
-                    family.emit(record, facts, graph)
+                self.emit(record, graph)
             runs.checkpoint()
             check()
         for family in self.families:

@@ -48,14 +48,24 @@ class Dependencies(Family):
         for ecosystem, name, version, line, _direct in facts.get("locked", ()):
             graph.edge(file_id, "locks", f"dep:{ecosystem}:{name}", {"version": version}, evidence(record, line))
 
+    def learnt(self):
+        return [sorted(self.declared), sorted(self.locked), sorted(self.direct)]
+
+    def known(self, dependency: str) -> bool:
+        """Return whether ``dependency`` has a node whether or not anything imports it."""
+        return dependency in self.declared or dependency in self.locked
+
+    def node(self, graph, dependency: str) -> None:
+        _, ecosystem, name = dependency.split(":", 2)
+        declared = dependency in self.declared
+        graph.node(dependency, "dependency", {
+            "ecosystem": ecosystem,
+            "name": name,
+            "declared": declared,
+            "locked": dependency in self.locked,
+            "direct": declared or dependency in self.direct,
+        })
+
     def finish(self, graph):
         for dependency in sorted(self.declared | self.locked | self.imported):
-            _, ecosystem, name = dependency.split(":", 2)
-            declared = dependency in self.declared
-            graph.node(dependency, "dependency", {
-                "ecosystem": ecosystem,
-                "name": name,
-                "declared": declared,
-                "locked": dependency in self.locked,
-                "direct": declared or dependency in self.direct,
-            })
+            self.node(graph, dependency)

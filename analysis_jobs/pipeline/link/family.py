@@ -30,6 +30,14 @@ class Family:
     def learned(self) -> None:
         """Conclude from everything learnt (called once, after the last ``learn``)."""
 
+    def learnt(self):
+        """Return, as JSON-ready values, all that ``emit`` depends on besides the file it is given.
+
+        Two analyses whose families learnt the same emit the same facts for the same file: a re-analysis relies on
+        it to re-emit only the files that changed (``splice.py``).
+        """
+        return None
+
     def emit(self, record: FileRecord, facts: dict, graph: GraphBuilder) -> None:
         """Add this file's nodes and edges to ``graph``."""
 

@@ -47,6 +47,9 @@ class JavaScript(Family):
                 for alias, targets in facts["aliases"]
             ]
 
+    def learnt(self):
+        return [sorted(self.paths), sorted(self.packages.items()), sorted(self.configs.items())]
+
     def emit(self, record, facts, graph):
         if not is_script(record):
             return

@@ -165,6 +165,10 @@ class Python(Family):
         self.imports_of = {}
         self.distributions = self._distributions_by_import_name()
 
+    def learnt(self):
+        # The module names and the distributions follow from these and from the dependencies' own learnt.
+        return [self.paths, sorted(self.project_dirs), self.names.root_package]
+
     def _distributions_by_import_name(self) -> dict[str, str]:
         """Map import names to the declared or locked PyPI distributions they come from, where only one fits."""
         known = self.dependencies.declared | self.dependencies.locked
