@@ -122,6 +122,23 @@ class SnapshotChunk(models.Model):
         return f"chunk {self.position} of snapshot {self.snapshot_id}"
 
 
+class SnapshotBasis(models.Model):
+    """What a later analysis of the same source splices a sealed snapshot's document from (``pipeline/splice.py``).
+
+    Kept for the latest snapshot of each lineage (source, schema, extractors, linking, settings) only. Nothing
+    depends on one being there: without it, an analysis links every file, as the first one did.
+    """
+
+    snapshot = models.OneToOneField(AnalysisSnapshot, primary_key=True, on_delete=models.CASCADE, related_name="basis")
+    lineage = models.CharField(max_length=64, db_index=True)
+    # The records of the files, what the linker learnt, the document's index and its summary's counts, compressed.
+    data = models.BinaryField()
+    recorded_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"basis of snapshot {self.snapshot_id}"
+
+
 class AnalysisJob(models.Model):
     source = models.CharField(max_length=1024, help_text="The directory or repository path analysed.")
     revision = models.CharField(max_length=255, blank=True, default="", help_text="The revision asked for, if any.")

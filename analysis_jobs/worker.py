@@ -310,6 +310,7 @@ class AnalysisWorker:
             flags.check()  # the seal's own guard renews the lease and refuses a cancelled job
             if not cp.seal(lease, snapshot_id=snapshot_id, document=stored, identity=self.pipeline.identity(state), summary=summary):
                 self._raise_for_lost_or_cancelled(lease)
+            self._sealed(lease, state, snapshot_id)
             faults.checkpoint("after-seal")
             if not cp.complete(lease):
                 logger.warning("job id=%s attempt=%s state=lease_lost_after_seal worker=%s", lease.job_id, lease.attempt, lease.worker_id)
@@ -353,6 +354,19 @@ class AnalysisWorker:
             if isinstance(decision, Fail):
                 return JobOutcome.FAILED
             return JobOutcome.REQUEUED
+
+    def _sealed(self, lease: JobLease, state: AnalysisState, snapshot_id: int) -> None:
+        """Tell the pipeline its document is sealed (it keeps what its next analysis starts from), if it asks.
+
+        What it keeps is a cache: a failure here is logged, and the job completes all the same.
+        """
+        sealed = getattr(self.pipeline, "sealed", None)
+        if sealed is None:
+            return
+        try:
+            sealed(state, snapshot_id)
+        except Exception:
+            logger.exception("job id=%s attempt=%s state=basis_not_kept worker=%s", lease.job_id, lease.attempt, lease.worker_id)
 
     def _boundary(self, lease: JobLease, flags: _Flags, stage: str, *, progress: int) -> None:
         """Save the stage, renew the lease and stop here if the job was cancelled or lost."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline, canonical_json, content_hash
 from analysis_jobs.pipeline.config import PipelineConfig
 from analysis_jobs.pipeline.repository import MemoryFactsCache
+from analysis_jobs.pipeline.splice import MemoryBases
 
 DEFAULT_EXCLUDE = (".git/", "node_modules/", ".venv/", "venv/", "__pycache__/", "*.py[cod]", "build/", "dist/", "*.egg-info/")
 
@@ -41,9 +42,14 @@ def config(**overrides) -> PipelineConfig:
     return PipelineConfig(**values)
 
 
-def analyse(source, *, commit="", revision="", cache=None, monotonic=None, time_ns=None, **overrides) -> Result:
-    """Run every stage of the repository pipeline on ``source``, with an in-memory facts cache."""
-    kwargs = {"cache": cache if cache is not None else MemoryFactsCache(), "reuse": False}
+def analyse(source, *, commit="", revision="", cache=None, bases=None, monotonic=None, time_ns=None, **overrides) -> Result:
+    """Run every stage of the repository pipeline on ``source``, with an in-memory facts cache.
+
+    Given ``bases`` (a ``MemoryBases``), the analysis splices from the last one sealed into them if it can, and
+    its own document is sealed into them as the worker would seal it.
+    """
+    kwargs = {"cache": cache if cache is not None else MemoryFactsCache(), "reuse": False,
+              "bases": bases if bases is not None else MemoryBases()}
     if monotonic is not None:
         kwargs["monotonic"] = monotonic
     if time_ns is not None:
@@ -52,7 +58,12 @@ def analyse(source, *, commit="", revision="", cache=None, monotonic=None, time_
     state = AnalysisState(source=str(source), revision=revision, commit=commit)
     for stage in pipeline.stages:
         stage.run(state, lambda: None)
-    return Result(state, pipeline)
+    result = Result(state, pipeline)
+    if bases is not None:
+        snapshot_id = len(bases.documents) + 1
+        bases.documents[snapshot_id] = result.text
+        pipeline.sealed(state, snapshot_id)
+    return result
 
 
 def write_tree(root: Path, files: dict) -> Path:

@@ -6,7 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis_jobs.models import BlobDigest, FileFacts, StatDigest
+from analysis_jobs.models import AnalysisSnapshot, BlobDigest, FileFacts, SnapshotBasis, SnapshotState, StatDigest
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
 from analysis_jobs.pipeline.repository import Digest, FactsCache
 from analysis_jobs.pipeline.canonical import content_hash
@@ -49,12 +49,12 @@ def test_prune_deletes_the_rows_recorded_before_the_cutoff_and_keeps_the_rest(db
     kept = {name: {key for key in keys if key.startswith("b")} for name, keys in tables().items()}
 
     cutoff = NOW - dt.timedelta(days=30)
-    assert FactsCache().prune(cutoff, dry_run=True) == {"file facts": 5, "blob digests": 5, "file stamps": 5}
+    assert FactsCache().prune(cutoff, dry_run=True) == {"file facts": 5, "blob digests": 5, "file stamps": 5, "splice bases": 0}
     assert all(len(keys) == 8 for keys in tables().values()), "a dry run deleted rows"
 
-    assert FactsCache().prune(cutoff) == {"file facts": 5, "blob digests": 5, "file stamps": 5}
+    assert FactsCache().prune(cutoff) == {"file facts": 5, "blob digests": 5, "file stamps": 5, "splice bases": 0}
     assert tables() == kept
-    assert FactsCache().prune(cutoff) == {"file facts": 0, "blob digests": 0, "file stamps": 0}
+    assert FactsCache().prune(cutoff) == {"file facts": 0, "blob digests": 0, "file stamps": 0, "splice bases": 0}
 
 
 def test_a_pruned_cache_costs_a_read_and_a_parse_never_a_different_result(db, tmp_path):
@@ -70,7 +70,7 @@ def test_a_pruned_cache_costs_a_read_and_a_parse_never_a_different_result(db, tm
 
     first, digest = analyse(settled)
     assert StatDigest.objects.count() == 3 and FileFacts.objects.count() == 2  # the README has no extractor
-    assert FactsCache().prune(settled + dt.timedelta(seconds=1)) == {"file facts": 2, "blob digests": 0, "file stamps": 3}
+    assert FactsCache().prune(settled + dt.timedelta(seconds=1)) == {"file facts": 2, "blob digests": 0, "file stamps": 3, "splice bases": 0}
     again, same = analyse(settled)
     assert (again["read"], again["parsed"], again["remembered"]) == (first["read"], first["parsed"], 0) == (3, 2, 0)
     assert same == digest
@@ -86,9 +86,9 @@ def test_the_command_prunes_by_age_in_days_and_says_what_it_did(db):
         call_command("prune_analysis_cache", *args, stdout=out)
         return out.getvalue()
 
-    assert run("--older-than", "7", "--dry-run").startswith("would prune 2 file facts, 2 blob digests, 2 file stamps, 0 unlisted document chunks recorded before ")
+    assert run("--older-than", "7", "--dry-run").startswith("would prune 2 file facts, 2 blob digests, 2 file stamps, 0 splice bases, 0 unlisted document chunks recorded before ")
     assert all(len(keys) == 3 for keys in tables().values())
-    assert run("--older-than", "7").startswith("pruned 2 file facts, 2 blob digests, 2 file stamps, 0 unlisted document chunks recorded before ")
+    assert run("--older-than", "7").startswith("pruned 2 file facts, 2 blob digests, 2 file stamps, 0 splice bases, 0 unlisted document chunks recorded before ")
     assert run().startswith("pruned 0 file facts, 0 blob digests, 0 file stamps")  # the default keeps 30 days
     assert all(len(keys) == 1 for keys in tables().values())
     assert run("--older-than", "0").startswith("pruned 1 file facts, 1 blob digests, 1 file stamps")
@@ -101,3 +101,15 @@ def test_the_command_refuses_an_age_that_is_not_a_number_of_days_and_prunes_noth
     with pytest.raises(CommandError, match=message):
         call_command("prune_analysis_cache", "--older-than", value, stdout=StringIO(), stderr=StringIO())
     assert all(len(keys) == 1 for keys in tables().values())
+
+
+def test_prune_deletes_the_splice_bases_recorded_before_the_cutoff(db):
+    def basis(recorded_at, lineage):
+        snapshot = AnalysisSnapshot.objects.create(created_at=recorded_at, state=SnapshotState.SEALED, sealed_at=recorded_at, content_hash="0" * 64)
+        return SnapshotBasis.objects.create(snapshot=snapshot, lineage=lineage, data=b"", recorded_at=recorded_at)
+
+    basis(NOW - dt.timedelta(days=40), "a")
+    kept = basis(NOW - dt.timedelta(days=1), "b")
+    assert FactsCache().prune(NOW - dt.timedelta(days=30))["splice bases"] == 1
+    assert list(SnapshotBasis.objects.all()) == [kept]
+    assert AnalysisSnapshot.objects.count() == 2  # a basis is pruned, never its snapshot

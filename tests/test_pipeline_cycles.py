@@ -9,7 +9,8 @@ from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
 from analysis_jobs.pipeline.graph import GraphRuns
 from analysis_jobs.pipeline.link import Linker
 from analysis_jobs.pipeline.repository import MemoryFactsCache
-from tests.pipeline_support import config, write_tree
+from analysis_jobs.pipeline.splice import MemoryBases
+from tests.pipeline_support import analyse, config, write_tree
 
 FILES = {  # something for every family to learn and to emit
     "requirements.txt": "requests==2.31.0\n",
@@ -35,7 +36,7 @@ def collector_paused():
 
 
 def test_linking_leaves_no_cyclic_garbage(tmp_path, collector_paused):
-    pipeline = RepositoryPipeline(config(), cache=MemoryFactsCache(), reuse=False)
+    pipeline = RepositoryPipeline(config(), cache=MemoryFactsCache(), bases=MemoryBases(), reuse=False)
     state = AnalysisState(source=str(write_tree(tmp_path / "repo", FILES)))
     for stage in pipeline.stages[:2]:
         stage.run(state, lambda: None)
@@ -48,4 +49,20 @@ def test_linking_leaves_no_cyclic_garbage(tmp_path, collector_paused):
     del linker, runs, nodes, edges
     # A family that held the linker holding it (as they all once did) leaves the linker, the families and all
     # they learnt for the collector.
+    assert gc.collect() == 0
+
+
+def test_a_splice_leaves_no_cyclic_garbage(tmp_path, collector_paused):
+    root = write_tree(tmp_path / "repo", FILES)
+    cache, bases = MemoryFactsCache(), MemoryBases()
+    analyse(root, cache=cache, bases=bases)
+    write_tree(root, {"pkg/core.py": "import requests\n\n\ndef helper():\n    return 1\n"})
+    pipeline = RepositoryPipeline(config(), cache=cache, bases=bases, reuse=False)
+    state = AnalysisState(source=str(root))
+    for stage in pipeline.stages:
+        stage.run(state, lambda: None)
+    gc.collect()  # what the extraction left
+    assert state.values["stats"]["spliced"] == 1
+    assert b"".join(pipeline.document(state))
+    del state
     assert gc.collect() == 0

@@ -3,6 +3,7 @@
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
 from analysis_jobs.pipeline.graph import GraphRuns
 from analysis_jobs.pipeline.repository import MemoryFactsCache
+from analysis_jobs.pipeline.splice import MemoryBases
 from tests.pipeline_support import analyse, config, write_tree
 
 
@@ -48,7 +49,7 @@ def test_the_runs_are_written_and_the_memory_kept_under_the_limit(tmp_path, monk
         spill(self)
 
     monkeypatch.setattr(GraphRuns, "_spill", counting)
-    pipeline = RepositoryPipeline(config(facts_in_memory=10, batch_files=3), cache=MemoryFactsCache(), reuse=False)
+    pipeline = RepositoryPipeline(config(facts_in_memory=10, batch_files=3), cache=MemoryFactsCache(), bases=MemoryBases(), reuse=False)
     state = AnalysisState(source=str(root))
     for stage in pipeline.stages:
         stage.run(state, lambda: None)

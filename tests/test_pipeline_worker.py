@@ -11,11 +11,12 @@ from django.test import override_settings
 from django.conf import settings
 
 from analysis_jobs.control_plane import DatabaseControlPlane
-from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, BlobDigest, FileFacts, JobStatus, SnapshotState, StatDigest
+from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, BlobDigest, FileFacts, JobStatus, SnapshotBasis, SnapshotState, StatDigest
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
+from analysis_jobs.pipeline import repository as repository_pipeline
 from analysis_jobs.pipeline.repository import Digest, FactsCache, identity_for_revision
 from analysis_jobs.worker import JobOutcome
-from tests.pipeline_support import commit_tree, write_tree
+from tests.pipeline_support import analyse, commit_tree, write_tree
 
 
 @pytest.fixture
@@ -281,3 +282,43 @@ def test_the_statements_that_carry_facts_and_chunks_leave_no_copy_of_them_on_the
     tally = connection.connection._prepared
     kept = [query for query, _ in [*tally._counts, *tally._names]]
     assert kept and max(map(len, kept)) < 2048
+
+
+def test_a_re_analysis_seals_the_spliced_document_a_full_link_would_write(db, control_plane, run_job, tmp_path, monkeypatch):
+    splices = []
+
+    class Spy(repository_pipeline.Splice):
+        def pieces(self, *args):
+            splices.append(self.plan.changed)
+            return super().pieces(*args)
+
+    monkeypatch.setattr(repository_pipeline, "Splice", Spy)
+    root = write_tree(tmp_path / "r", {"a.py": "import os\n\ndef f():\n    pass\n", "b.py": "import sys\n", "Dockerfile": "FROM alpine:3\n"})
+    first, _ = control_plane.enqueue(str(root))
+    assert run_job() is JobOutcome.COMPLETED
+    first.refresh_from_db()
+    assert list(SnapshotBasis.objects.values_list("snapshot_id", flat=True)) == [first.snapshot_id]
+    assert splices == []
+
+    write_tree(root, {"b.py": "import json\n\ndef g():\n    pass\n"})
+    second, _ = control_plane.enqueue(str(root))
+    assert run_job() is JobOutcome.COMPLETED
+    second.refresh_from_db()
+    assert splices == [{"b.py"}]
+    assert second.snapshot.read_facts() == analyse(root).text
+    assert second.snapshot.summary == analyse(root).summary
+    # Only the latest basis of the source is kept: no analysis splices from an older one.
+    assert list(SnapshotBasis.objects.values_list("snapshot_id", flat=True)) == [second.snapshot_id]
+
+
+def test_a_basis_that_cannot_be_kept_is_logged_and_the_job_completes(db, control_plane, run_job, tmp_path, monkeypatch, caplog):
+    def refuse(self, state, snapshot_id):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(RepositoryPipeline, "sealed", refuse)
+    job, _ = control_plane.enqueue(str(write_tree(tmp_path / "r", {"a.py": "import os\n"})))
+    assert run_job() is JobOutcome.COMPLETED
+    job.refresh_from_db()
+    assert job.status == JobStatus.COMPLETED and job.snapshot.state == SnapshotState.SEALED
+    assert not SnapshotBasis.objects.exists()
+    assert "state=basis_not_kept" in caplog.text

@@ -33,7 +33,8 @@ class Stage:
 
 class Pipeline(Protocol):
     """What a worker runs. ``summary(state)``, if a pipeline has it, gives what is shown of a sealed snapshot
-    without reading its document; it is asked after the document was written."""
+    without reading its document; it is asked after the document was written. ``sealed(state, snapshot_id)``, if
+    it has it, is called once the snapshot is sealed, before the job completes; what it raises is logged only."""
 
     stages: Sequence[Stage]
 

@@ -13,12 +13,16 @@ files inside them):
   stamp (a git blob's id, a directory file's stat stamp) in one statement before the first batch. The
   budgets (files, bytes, seconds) fail the job with ``RI-RESOURCE-EXCEEDED``.
 - ``link``: the identity (a directory's is known only now, from its tree digest) is checked for reuse, then
-  the per-file facts become one graph, a batch of files at a time: what the families learn from every file
-  first (modules, manifests), then each batch's facts, spilled to sorted runs on disk past
-  ``config.facts_in_memory`` so that memory stays bounded.
+  the families learn from every file what they must know first (modules, manifests). When the last sealed
+  analysis of the same source, schema, extractors, linking and settings left a basis, and the families learnt
+  the same as then, only the files that changed since are linked (``splice.py``). Otherwise the per-file facts
+  become one graph, a batch of files at a time, spilled to sorted runs on disk past ``config.facts_in_memory``
+  so that memory stays bounded.
 
-``document`` then yields the canonical document in pieces, merged from the runs as it is written; the worker
-hashes and stores it a chunk at a time, so neither the facts nor the document are ever held whole.
+``document`` then yields the canonical document in pieces, merged from the runs as it is written (or the last
+document, read back with the changed files' elements replaced); the worker hashes and stores it a chunk at a
+time, so neither the facts nor the document are ever held whole. Once it is sealed, ``sealed`` keeps the basis
+the next analysis of the source splices from.
 """
 
 import datetime as dt
@@ -39,8 +43,9 @@ from .graph import GraphRuns
 from .link import VERSION as LINK_VERSION, Linker
 from .records import FileRecord, facts_text
 from .sources import Exclusions, GitSource, open_source, resolve_revision
+from .splice import Basis, SnapshotBases, Splice, plan, signature
 from .summary import Summary
-from .writer import write_document
+from .writer import DocumentWriter, write_document
 
 SCHEMA = "ri.v1"
 BINARY_SNIFF = 8000  # git's own heuristic: a NUL byte in the first 8000 bytes means binary
@@ -63,17 +68,23 @@ def language_of(path: str) -> str:
     return LANGUAGES.get(os.path.splitext(name)[1].lower(), "other")
 
 
+def _digest(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
 def snapshot_identity(source_identity: str, revision: str, config: PipelineConfig) -> str:
     """Return the identity of an analysis: source, commit or tree digest, schema, extractors, linking and config."""
-    parts = {
-        "source": source_identity,
-        "revision": revision,
-        "schema": SCHEMA,
-        "extractors": extractor_versions(),
-        "linker": LINK_VERSION,
-        "config": config.digest(),
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    return _digest({"revision": revision, **_lineage(source_identity, config)})
+
+
+def snapshot_lineage(source_identity: str, config: PipelineConfig) -> str:
+    """Return what analyses of one source share whatever its revision: the last one's document is spliced from."""
+    return _digest(_lineage(source_identity, config))
+
+
+def _lineage(source_identity: str, config: PipelineConfig) -> dict:
+    return {"source": source_identity, "schema": SCHEMA, "extractors": extractor_versions(), "linker": LINK_VERSION,
+            "config": config.digest()}
 
 
 def identity_for_revision(path: str, commit: str, config: PipelineConfig | None = None) -> str:
@@ -215,10 +226,11 @@ class FactsCache:
         Nothing depends on a cached row being there: a file whose row went is read (and parsed) again by the next
         analysis that lists it, and recorded anew. An analysis running meanwhile keeps what it has looked up.
         """
-        from ..models import BlobDigest, FileFacts, StatDigest
+        from ..models import BlobDigest, FileFacts, SnapshotBasis, StatDigest
 
         counts = {}
-        for name, model in (("file facts", FileFacts), ("blob digests", BlobDigest), ("file stamps", StatDigest)):
+        for name, model in (("file facts", FileFacts), ("blob digests", BlobDigest), ("file stamps", StatDigest),
+                            ("splice bases", SnapshotBasis)):
             rows = model.objects.using(self.using).filter(recorded_at__lt=before)
             if dry_run:
                 counts[name] = rows.count()
@@ -288,19 +300,21 @@ def _facts_known(extractor, digest: Digest, known: dict) -> bool:
 class RepositoryPipeline:
     """The analysis a worker runs by default: ``resolve``, ``extract``, ``link``.
 
-    ``cache`` keeps per-file facts (the database table by default); with ``reuse`` off, no sealed snapshot is
-    looked up and every analysis runs to the end.
+    ``cache`` keeps per-file facts (the database table by default), ``bases`` what a re-analysis splices from
+    (``splice.SnapshotBases`` by default); with ``reuse`` off, no sealed snapshot is looked up and every
+    analysis runs to the end.
     """
 
     def __init__(
         self, config: PipelineConfig | None = None, *, monotonic=time.monotonic, time_ns=time.time_ns,
-        using: str = "default", cache=None, reuse: bool = True,
+        using: str = "default", cache=None, bases=None, reuse: bool = True,
     ):
         self.config = config or PipelineConfig.from_settings()
         self.monotonic = monotonic
         self.time_ns = time_ns
         self.using = using
         self.cache = cache if cache is not None else FactsCache(using, time_ns=time_ns)
+        self.bases = bases if bases is not None else SnapshotBases(using)
         self.reuse = reuse
         self.stages = (Stage("resolve", self.resolve), Stage("extract", self.extract), Stage("link", self.link))
 
@@ -358,21 +372,45 @@ class RepositoryPipeline:
             state.values["identity"] = snapshot_identity(state.values["source_identity"], f"tree:{tree_digest(records)}", self.config)
             self._reuse(state.values["identity"])
         check()
-        runs = state.values["graph"] = GraphRuns(self.config.facts_in_memory)
-        Linker(records).link(runs, batch=self.config.batch_files, check=check)
-        del state.values["records"]  # linked: the facts are in the graph's runs now
+        linker = Linker(records)
+        linker.learn()
+        lineage = state.values["lineage"] = snapshot_lineage(state.values["source_identity"], self.config)
+        state.values["learnt"] = linker.learnt
+        state.values["signatures"] = [signature(record) for record in linker.records]
+        basis = self.bases.latest(lineage)
+        spliced = basis and plan(basis, linker, linker.records, self.cache, self.config.facts_in_memory)
+        if spliced:
+            state.values["splice"] = (spliced, linker, {record.path: record for record in linker.records})
+            state.values["stats"]["spliced"] = len(spliced.changed)
+        else:
+            runs = state.values["graph"] = GraphRuns(self.config.facts_in_memory)
+            linker.link(runs, batch=self.config.batch_files, check=check)
+        del state.values["records"]  # linked: the facts are in the graph's runs now (or the splice holds them)
 
     # -- the Pipeline contract ---------------------------------------------------------------------------------
 
     def document(self, state: AnalysisState) -> Iterator[bytes]:
-        """Yield the canonical document of the linked graph in pieces (its runs are merged as it is written)."""
+        """Yield the canonical document in pieces: the linked graph's (its runs merged as it is written) or the splice's."""
+        if "splice" in state.values:
+            spliced, linker, records = state.values.pop("splice")
+            splice = Splice(spliced, linker, records, self.bases.document(spliced.basis.snapshot_id))
+            state.values["writer"], state.values["summary"] = splice.writer, splice.summary
+            yield from splice.pieces(SCHEMA, extractor_versions())
+            return
         runs = state.values.pop("graph")
         summary = state.values["summary"] = Summary()
+        writer = state.values["writer"] = DocumentWriter()
         try:
             nodes, edges = runs.build()
-            yield from write_document(SCHEMA, extractor_versions(), nodes, edges, summary)
+            yield from write_document(SCHEMA, extractor_versions(), nodes, edges, summary, writer)
         finally:
             runs.close()
+
+    def sealed(self, state: AnalysisState, snapshot_id: int) -> None:
+        """Keep the basis the next analysis of this source splices from, now that ``snapshot_id`` holds the document."""
+        basis = Basis(snapshot_id, state.values["signatures"], state.values["learnt"], state.values["writer"].index,
+                      state.values["summary"].state())
+        self.bases.put(snapshot_id, state.values["lineage"], basis, dt.datetime.fromtimestamp(self.time_ns() / 1e9, dt.UTC))
 
     def summary(self, state: AnalysisState) -> dict:
         return state.values["summary"].result()

@@ -10,7 +10,7 @@ from analysis_jobs.pipeline.repository import FactsCache
 
 class Command(OneShotCommand):
     help = (
-        "Delete cached per-file facts and digests recorded more than --older-than days ago, and the document chunks "
+        "Delete cached per-file facts, digests and splice bases recorded more than --older-than days ago, and the document chunks "
         "stored that long ago that no sealed snapshot lists (their seal never came). The caches only grow; what is "
         "pruned is read and parsed again by the next analysis that needs it, so results never change."
     )
