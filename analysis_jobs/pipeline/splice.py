@@ -114,7 +114,8 @@ def plan(basis: Basis, linker, records: list[FileRecord], cache, limit: int) -> 
         return None
     old = {fields[0]: fields for fields in basis.records}
     new = {record.path: record for record in records}
-    before_records = [FileRecord(**dict(zip(RECORD_FIELDS, fields))) for path, fields in old.items() if path not in new or signature(new[path]) != fields]
+    before_records = [FileRecord(**dict(zip(RECORD_FIELDS, fields))) for path, fields in old.items()
+                      if path not in new or signature(new[path]) != fields]
     now = [record for path, record in new.items() if path not in old or old[path] != signature(record)]
     wanted = {(record.sha256, record.extractor) for record in before_records if record.extractor}
     facts = cache.get_many(wanted) if wanted else {}
@@ -282,15 +283,24 @@ class SnapshotBases:
         return DocumentStore(self.using).iter(snapshot_id)
 
     def put(self, snapshot_id: int, lineage: str, basis: Basis, recorded_at) -> None:
-        """Record the basis of sealed snapshot ``snapshot_id``; the older ones of its lineage are of no more use."""
-        from django.db import transaction
+        """Record the basis of sealed snapshot ``snapshot_id``; the older ones of its lineage are of no more use.
 
+        Written out, bound on the server: the ORM would put megabytes of basis into the statement's text, which
+        psycopg keeps (``cursors.py``).
+        """
+        from django.db import connections, transaction
+
+        from ..cursors import server_binding
         from ..models import SnapshotBasis
 
-        rows = SnapshotBasis.objects.using(self.using)
-        with transaction.atomic(using=self.using):
-            rows.filter(lineage=lineage, snapshot_id__lt=snapshot_id).delete()
-            rows.get_or_create(snapshot_id=snapshot_id, defaults={"lineage": lineage, "data": basis.encode(), "recorded_at": recorded_at})
+        connection = connections[self.using]
+        with transaction.atomic(using=self.using), server_binding(connection) as cursor:
+            SnapshotBasis.objects.using(self.using).filter(lineage=lineage, snapshot_id__lt=snapshot_id).delete()
+            cursor.execute(
+                f"INSERT INTO {SnapshotBasis._meta.db_table} (snapshot_id, lineage, data, recorded_at) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (snapshot_id) DO NOTHING",
+                [snapshot_id, lineage, basis.encode(), connection.ops.adapt_datetimefield_value(recorded_at)],
+            )
 
 
 class MemoryBases:
