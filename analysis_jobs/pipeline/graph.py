@@ -99,13 +99,11 @@ class GraphBuilder:
         found = self._nodes.get(node_id)
         if found is None:
             return None
-        kind, attrs, evidence = found
-        return {"id": node_id, "kind": kind, "attrs": attrs, "evidence": _evidence(evidence)}
+        return _node(node_id, *found)
 
     def edge_elements(self) -> dict[tuple, dict]:
         """Return every edge as the document holds it, by its key (unordered)."""
-        return {key: {"src": key[0], "kind": key[1], "dst": key[2], "attrs": attrs, "evidence": _evidence(evidence)}
-                for key, (attrs, evidence) in self._edges.items()}
+        return {key: _edge(key, attrs, evidence) for key, (attrs, evidence) in self._edges.items()}
 
     def node_ids(self):
         return self._nodes.keys()
@@ -117,14 +115,8 @@ class GraphBuilder:
     def build(self) -> tuple[list, list]:
         """Return ``(nodes, edges)`` in their canonical order."""
         # Sorted by key alone: the keys are unique, and comparing (key, value) pairs costs three times as much.
-        nodes = [
-            {"id": node_id, "kind": kind, "attrs": attrs, "evidence": _evidence(evidence)}
-            for node_id, (kind, attrs, evidence) in sorted(self._nodes.items(), key=_first)
-        ]
-        edges = [
-            {"src": key[0], "kind": key[1], "dst": key[2], "attrs": attrs, "evidence": _evidence(evidence)}
-            for key, (attrs, evidence) in sorted(self._edges.items(), key=_first)
-        ]
+        nodes = [_node(node_id, *found) for node_id, found in sorted(self._nodes.items(), key=_first)]
+        edges = [_edge(key, attrs, evidence) for key, (attrs, evidence) in sorted(self._edges.items(), key=_first)]
         return nodes, edges
 
     def write_run(self, nodes, edges) -> None:
@@ -158,6 +150,16 @@ def _rows(run) -> Iterator[tuple]:
 def _evidence(items) -> list:
     ordered = sorted(items) if len(items) > 1 else items
     return [{"path": path, "lines": [first, last], "extractor": extractor} for path, first, last, extractor in ordered]
+
+
+def _node(node_id: str, kind: str, attrs: dict, evidence) -> dict:
+    """Return a node as the document holds it."""
+    return {"id": node_id, "kind": kind, "attrs": attrs, "evidence": _evidence(evidence)}
+
+
+def _edge(key: tuple, attrs: dict, evidence) -> dict:
+    """Return the edge keyed ``(src, kind, dst, ...)`` as the document holds it."""
+    return {"src": key[0], "kind": key[1], "dst": key[2], "attrs": attrs, "evidence": _evidence(evidence)}
 
 
 _edge_key = itemgetter(0, 1, 2, 3)
@@ -205,7 +207,7 @@ class GraphRuns:
                 for key, value in other[2].items():
                     attrs.setdefault(key, value)
                 evidence |= other[3]
-            yield {"id": node_id, "kind": kind, "attrs": attrs, "evidence": _evidence(evidence)}
+            yield _node(node_id, kind, attrs, evidence)
 
     def _edges(self) -> Iterator[dict]:
         merged = heapq.merge(*(_rows(edges) for _, edges in self.runs), key=_edge_key)
@@ -213,7 +215,7 @@ class GraphRuns:
             evidence = next(rows)[4]
             for other in rows:
                 evidence |= other[4]
-            yield {"src": src, "kind": kind, "dst": dst, "attrs": dict(attrs), "evidence": _evidence(evidence)}
+            yield _edge((src, kind, dst), dict(attrs), evidence)
 
     def close(self) -> None:
         for files in self.runs:

@@ -123,7 +123,7 @@ def plan(basis: Basis, linker, records: list[FileRecord], cache, limit: int) -> 
         return None  # pruned from the cache since: the old facts are not known
     before, after = GraphBuilder(), GraphBuilder()
     for changed, graph in ((before_records, before), (now, after)):
-        for record in sorted(changed, key=lambda record: record.path):
+        for record in changed:  # in path order, as the basis and the linker hold them
             if record.extractor and record.facts is None:
                 record.facts = facts[(record.sha256, record.extractor)]
             linker.emit(record, graph)
@@ -139,7 +139,7 @@ def plan(basis: Basis, linker, records: list[FileRecord], cache, limit: int) -> 
     counted = (unreported | {target for target in targets if not linker.dependencies.known(target)}) - pointed
     nodes = {*before.node_ids(), *after.node_ids(), *targets, REPOSITORY}
     return Plan(basis, {*(record.path for record in before_records), *(record.path for record in now)},
-                sorted(now, key=lambda record: record.path), after, edges, nodes, pointed, counted, delta)
+                now, after, edges, nodes, pointed, counted, delta)
 
 
 class _Reader:
@@ -175,20 +175,20 @@ class Splice:
     def pieces(self, schema: str, extractors: dict) -> Iterator[bytes]:
         before, between = header(extractors)
         yield self.writer.raw(before)
-        yield from self._section("edges", self.plan.edges.get, self._count, self.summary.edge)
+        yield from self._section("edges", self.plan.edges, self.plan.edges.get, self._count, self.summary.edge)
         yield self.writer.raw(between)
-        yield from self._section("nodes", self._node, lambda text: None, self.summary.node)
+        yield from self._section("nodes", self.plan.nodes, self._node, lambda text: None, self.summary.node)
         yield self.writer.raw(tail(schema, self.summary))
 
     def _count(self, text: bytes) -> None:
         for node_id, pattern in self.patterns.items():
             self.pointing[node_id] += text.count(pattern)
 
-    def _section(self, section: str, resolve: Callable, scan: Callable, count: Callable) -> Iterator[bytes]:
-        """Yield ``section``: its old pieces, each copied or patched with what ``resolve`` says of its changed keys."""
+    def _section(self, section: str, keys: Iterable, resolve: Callable, scan: Callable, count: Callable) -> Iterator[bytes]:
+        """Yield ``section``: its old pieces, each copied, or patched with what ``resolve`` says of the changed ``keys`` it holds."""
         key = KEYS[section]
         pieces = self.plan.basis.index[section]
-        changed = sorted(self.plan.edges if section == "edges" else self.plan.nodes)
+        changed = sorted(keys)
         firsts = [first for first, _, _ in pieces]
         by_piece: dict[int, list] = {}
         for changed_key in changed:
@@ -209,27 +209,26 @@ class Splice:
     def _patched(elements: list[dict], keys: list, key: Callable, resolve: Callable, count: Callable) -> list[dict]:
         """Return ``elements`` (in order) with each of ``keys`` (sorted) resolved: replaced, added or taken out."""
         patched, pending = [], iter(keys)
+
+        def take(wanted, old: dict | None):
+            if old is not None:
+                count(old, -1)
+            if (new := resolve(wanted, old)) is not None:
+                patched.append(new)
+                count(new)
+            return next(pending, None)
+
         want = next(pending, None)
         for element in elements:
             at = key(element)
             while want is not None and want < at:
-                if (new := resolve(want, None)) is not None:
-                    patched.append(new)
-                    count(new)
-                want = next(pending, None)
+                want = take(want, None)
             if want is not None and want == at:
-                count(element, -1)
-                if (new := resolve(want, element)) is not None:
-                    patched.append(new)
-                    count(new)
-                want = next(pending, None)
+                want = take(want, element)
             else:
                 patched.append(element)
         while want is not None:
-            if (new := resolve(want, None)) is not None:
-                patched.append(new)
-                count(new)
-            want = next(pending, None)
+            want = take(want, None)
         return patched
 
     def _node(self, node_id: str, old: dict | None) -> dict | None:
