@@ -568,7 +568,8 @@ def _analyse_once(ctx, source: Path, commit: str = ""):
     from analysis_jobs.models import AnalysisJob
 
     job, _ = DatabaseControlPlane().enqueue(str(source), revision=commit, commit=commit)
-    proc = spawn(manage("runworker", "--burst", "--max-jobs", "1"), base_env(DATABASE_URL=ctx.url()), "analysis")
+    # One log per job: the worker's log of an earlier job is what tells why it ran as it did.
+    proc = spawn(manage("runworker", "--burst", "--max-jobs", "1"), base_env(DATABASE_URL=ctx.url()), f"analysis-{job.pk}")
     _, status, usage = os.wait4(proc.popen.pid, 0)
     proc.popen.returncode = os.waitstatus_to_exitcode(status)
     job = AnalysisJob.objects.get(pk=job.pk)
