@@ -121,6 +121,14 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # The queue's knobs. Durations are seconds.
+def _count(name, *, default):
+    """Return the environment variable ``name`` as a whole number of at least 1 (``default`` when unset)."""
+    text = env.str(name, default=str(default))
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ImproperlyConfigured(f"{name} must be a whole number of at least 1, not {text!r}.")
+    return int(text)
+
+
 ANALYSIS_JOBS = {
     "LEASE_SECONDS": env.float("ANALYSIS_LEASE_SECONDS", default=30.0),
     "HEARTBEAT_SECONDS": env.float("ANALYSIS_HEARTBEAT_SECONDS", default=0.0) or None,  # None: a third of the lease
@@ -154,6 +162,8 @@ ANALYSIS_JOBS = {
     "MAX_TOTAL_BYTES": env.int("ANALYSIS_MAX_TOTAL_BYTES", default=1024 * 1024 * 1024),  # whole source, else fail
     "MAX_FILES": env.int("ANALYSIS_MAX_FILES", default=200_000),
     "MAX_SECONDS": env.float("ANALYSIS_MAX_SECONDS", default=900.0),
+    # Processes each worker parses files with (1: in its own process); more shorten one big analysis.
+    "EXTRACT_PROCESSES": _count("ANALYSIS_EXTRACT_PROCESSES", default=1),
 }
 
 LOGGING = {

@@ -13,7 +13,7 @@ from django.conf import settings
 from analysis_jobs.control_plane import DatabaseControlPlane
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, BlobDigest, FileFacts, JobStatus, SnapshotBasis, SnapshotState, StatDigest
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
-from analysis_jobs.pipeline import repository as repository_pipeline
+from analysis_jobs.pipeline import parsing, repository as repository_pipeline
 from analysis_jobs.pipeline.repository import Digest, FactsCache, identity_for_revision
 from analysis_jobs.worker import JobOutcome
 from tests.pipeline_support import analyse, commit_tree, write_tree
@@ -322,3 +322,22 @@ def test_a_basis_that_cannot_be_kept_is_logged_and_the_job_completes(db, control
     assert job.status == JobStatus.COMPLETED and job.snapshot.state == SnapshotState.SEALED
     assert not SnapshotBasis.objects.exists()
     assert "state=basis_not_kept" in caplog.text
+
+
+def test_a_job_parsed_over_processes_seals_the_document_parsed_in_the_worker(db, control_plane, run_job, tmp_path, monkeypatch, settings):
+    started = []
+
+    class Spy(repository_pipeline.Parsers):
+        def close(self):
+            started.append(self.started)
+            super().close()
+
+    monkeypatch.setattr(repository_pipeline, "Parsers", Spy)
+    monkeypatch.setattr(parsing, "SHARED_FROM", 2)
+    settings.ANALYSIS_JOBS = {**settings.ANALYSIS_JOBS, "EXTRACT_PROCESSES": 2}
+    root = write_tree(tmp_path / "r", {f"pkg/m{i}.py": f"import os\nfrom pkg import m{i + 1}\n" for i in range(6)} | {"Dockerfile": "FROM alpine:3\n"})
+    job, _ = control_plane.enqueue(str(root))
+    assert run_job() is JobOutcome.COMPLETED
+    job.refresh_from_db()
+    assert started == [2]
+    assert job.snapshot.read_facts() == analyse(root).text

@@ -21,6 +21,8 @@ class PipelineConfig:
     # Graph facts (nodes and edges) held in memory before they are written out as a sorted run: what bounds the
     # memory a big source's analysis needs (about 60 MB of them), whatever its size.
     facts_in_memory: int = field(default=100_000, compare=False)
+    # Processes that parse the files a worker reads (``parsing.Parsers``): 1 parses in the worker's own process.
+    extract_processes: int = field(default=1, compare=False)
 
     @classmethod
     def from_settings(cls) -> "PipelineConfig":
@@ -32,9 +34,11 @@ class PipelineConfig:
             max_total_bytes=int(config.get("MAX_TOTAL_BYTES", cls.max_total_bytes)),
             max_files=int(config.get("MAX_FILES", cls.max_files)),
             max_seconds=float(config.get("MAX_SECONDS", cls.max_seconds)),
+            extract_processes=int(config.get("EXTRACT_PROCESSES", cls.extract_processes)),
         )
 
     def digest(self) -> str:
         """Return the hash of the settings that can change the facts (the budgets only pass or fail a job)."""
         shaping = {"exclude": list(self.exclude), "honour_gitignore": self.honour_gitignore, "max_file_bytes": self.max_file_bytes}
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
+

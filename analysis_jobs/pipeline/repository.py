@@ -38,10 +38,11 @@ from ..cursors import server_binding
 from ..exceptions import ResourceExceeded
 from .base import AnalysisState, Check, SnapshotReused, Stage
 from .config import PipelineConfig
-from .extractors import extractor_for, extractor_versions, run_extractor
+from .extractors import extractor_for, extractor_versions
 from .graph import GraphRuns
 from .link import VERSION as LINK_VERSION, Linker
-from .records import FileRecord, facts_text
+from .parsing import Parsers
+from .records import FileRecord
 from .sources import Exclusions, GitSource, open_source, resolve_revision
 from .splice import Basis, SnapshotBases, Splice, plan, signature
 from .summary import Summary
@@ -335,6 +336,7 @@ class RepositoryPipeline:
         stats = state.values["stats"] = {"listed": 0, "read": 0, "remembered": 0, "parsed": 0, "cached": 0}
         records: list[FileRecord] = []
         config, pending, total, entries = self.config, [], 0, []
+        parsers = Parsers(config.extract_processes)
         try:
             # The listing (up to one entry past the budget) is whole before any file is read, so the files read
             # before, with the cached facts of their contents, are looked up at once: per batch, the round
@@ -359,11 +361,13 @@ class RepositoryPipeline:
                     raise ResourceExceeded(f"The source holds more than {config.max_total_bytes} bytes (the ANALYSIS_MAX_TOTAL_BYTES budget).")
                 pending.append(entry)
                 if len(pending) >= config.batch_files:
-                    self._read_batch(state, source, pending, records, check, remembered)
+                    self._read_batch(state, source, pending, records, check, remembered, parsers)
                     pending = []
-            self._read_batch(state, source, pending, records, check, remembered)
+            self._read_batch(state, source, pending, records, check, remembered, parsers)
         finally:
+            parsers.close()
             source.close()
+        stats["parse_processes"] = parsers.started
         state.values["records"] = records
 
     def link(self, state: AnalysisState, check: Check) -> None:
@@ -442,14 +446,14 @@ class RepositoryPipeline:
         if sealed is not None:
             raise SnapshotReused(sealed)
 
-    def _read_batch(self, state, source, entries, records, check, remembered) -> None:
+    def _read_batch(self, state, source, entries, records, check, remembered, parsers) -> None:
         """Add each of ``entries`` to ``records`` with its facts, reading no file whose stamp was seen with them.
 
         ``remembered`` holds the digests of the files read before, by stamp, and the cached facts of their
         contents. A file is read at most once: for its digest, or (a git blob whose digest is known but not its
         facts, as after an extractor's version changes) for its facts. A directory's file in that case is read
         as one never seen, digest and all: unlike a blob's, its bytes can have changed since they were stamped.
-        Facts are parsed only when neither the cache nor this batch has them.
+        Facts are parsed (by ``parsers``) only when neither the cache nor this batch has them.
         """
         if not entries:
             return
@@ -495,16 +499,20 @@ class RepositoryPipeline:
         for entry, data in source.read(unparsed, limit):  # git blobs, known by digest only
             stats["read"] += 1
             contents[entry.path] = data
-        found = {}
+        parse = {}  # what neither the cache nor an earlier file of this batch has: (sha256, key) -> (extractor, bytes)
         for record, extractor, entry in wanted:
             key = (record.sha256, extractor.key)
-            facts = known[key] if key in known else found.get(key)
-            if facts is None:
-                check()
-                self._within_time(state)
-                facts = found[key] = facts_text(run_extractor(extractor, contents[entry.path]))
-                stats["parsed"] += 1
-            else:
-                stats["cached"] += 1
-            record.facts = facts
+            if key not in known and key not in parse:
+                parse[key] = (extractor, contents[entry.path])
+
+        def checked():
+            check()
+            self._within_time(state)
+
+        found = dict(zip(parse, parsers.facts(list(parse.values()), checked)))
+        stats["parsed"] += len(found)
+        stats["cached"] += len(wanted) - len(found)
+        for record, extractor, entry in wanted:
+            key = (record.sha256, extractor.key)
+            record.facts = known[key] if key in known else found[key]
         self.cache.put_many(found)
