@@ -202,6 +202,35 @@ def test_a_building_snapshot_reads_back_no_document(db, control_plane, make_job)
 
 
 @pytest.mark.postgres_only
+def test_reading_a_document_back_reads_only_the_chunks_each_round_trip_returns(db, control_plane, make_job):
+    # Inside the test's transaction no statistics are gathered on the rows just sealed: the plan PostgreSQL
+    # picks for a table it knows nothing of is the one a re-analysis met after a big seal.
+    text = document(300000)
+    make_job()
+    snapshot = seal(control_plane, text)
+    statements = []
+
+    def record(execute, sql, params, many, context):
+        statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        assert snapshot.read_facts() == text
+    assert len(statements) == len(cut(text)) // 64 + 1
+    with connection.cursor() as cursor:
+        for sql, params in statements[:3]:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+            assert max(_rows(cursor.fetchone()[0][0]["Plan"])) <= 64
+
+
+def _rows(plan: dict):
+    """Yield the rows each node of an ``EXPLAIN (ANALYZE, FORMAT JSON)`` plan produced, over all its loops."""
+    yield plan["Actual Rows"] * plan["Actual Loops"]
+    for child in plan.get("Plans", ()):
+        yield from _rows(child)
+
+
+@pytest.mark.postgres_only
 def test_a_seal_waits_for_a_transaction_storing_the_same_chunks_and_then_shares_them(
     transactional_db, make_job, fake_clock
 ):
