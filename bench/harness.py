@@ -5,6 +5,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,58 @@ def spawn(argv, env, name) -> Process:
 
 def manage(*args) -> list[str]:
     return [sys.executable, str(ROOT / "manage.py"), *args]
+
+
+class TreeMemory:
+    """The peak resident memory of a process and its descendants together, sampled from ``/proc`` every ``interval`` s.
+
+    A process's own ``ru_maxrss`` is exact but counts it alone (and a waited-for child's peak replaces, not adds
+    to, its own): a worker that parses over processes of its own is measured by this instead. Pages the
+    processes share are counted once in each, so the figure errs high.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        self.pid, self.interval, self.peak = pid, interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> int:
+        """Stop sampling; return the peak in bytes."""
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+    def _sample(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, sum(_rss_pages(pid) for pid in _tree(self.pid)) * page)
+
+
+def _tree(root: int) -> list[int]:
+    children = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as handle:
+                    parent = int(handle.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(name))
+    tree, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        tree.append(pid)
+        pending.extend(children.get(pid, ()))
+    return tree
+
+
+def _rss_pages(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def cpu_ticks() -> tuple[int, int]:

@@ -4,6 +4,7 @@ import ast
 import datetime as dt
 import hashlib
 import io
+import itertools
 import os
 import re
 import shutil
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import psycopg
 
-from .harness import OUT, ROOT, base_env, manage, median, percentile, spawn, watch
+from .harness import OUT, ROOT, TreeMemory, base_env, manage, median, percentile, spawn, watch
 from .systems import JOB_TABLE, ChainedFloor, DjangoTasksDb, Floor, ParthaPostgres, ParthaSqlite, Procrastinate, reset_partha_pg
 
 ORDER = ["drain", "latency", "idle", "enqueue", "flat", "admin", "analysis", "scale"]
@@ -562,19 +563,27 @@ def _grammar_floor(root: Path) -> float:
     return _timed_floor(root, parse)
 
 
-def _analyse_once(ctx, source: Path, commit: str = ""):
-    """Queue one analysis of ``source`` (at ``commit``) and run one ``runworker`` for it; return (seconds, peak RSS MiB, status)."""
+_ANALYSIS_LOGS = itertools.count(1)
+
+
+def _analyse_once(ctx, source: Path, commit: str = "", processes: int = 1):
+    """Queue one analysis of ``source`` (at ``commit``) and run one ``runworker`` for it, parsing over ``processes``;
+    return (seconds, peak RSS MiB, status): the peak of the worker and its parsing processes together."""
     from analysis_jobs.control_plane import DatabaseControlPlane
     from analysis_jobs.models import AnalysisJob
 
     job, _ = DatabaseControlPlane().enqueue(str(source), revision=commit, commit=commit)
-    # One log per job: the worker's log of an earlier job is what tells why it ran as it did.
-    proc = spawn(manage("runworker", "--burst", "--max-jobs", "1"), base_env(DATABASE_URL=ctx.url()), f"analysis-{job.pk}")
+    # One log per worker (job ids start again after each reset): the log of an earlier job is what tells why it
+    # ran as it did.
+    proc = spawn(manage("runworker", "--burst", "--max-jobs", "1"),
+                 base_env(DATABASE_URL=ctx.url(), ANALYSIS_EXTRACT_PROCESSES=processes), f"analysis-{next(_ANALYSIS_LOGS)}")
+    tree = TreeMemory(proc.popen.pid) if processes > 1 else None
     _, status, usage = os.wait4(proc.popen.pid, 0)
+    peak = max(usage.ru_maxrss * 1024, tree.stop() if tree else 0)
     proc.popen.returncode = os.waitstatus_to_exitcode(status)
     job = AnalysisJob.objects.get(pk=job.pk)
     seconds = (job.completed_at - job.started_at).total_seconds() if job.completed_at and job.started_at else None
-    return seconds, usage.ru_maxrss / 1024, job.status, proc
+    return seconds, peak / 2**20, job.status, proc
 
 
 def _two_revisions(source: Path, repository: Path, changed: Path) -> tuple[str, str]:
@@ -685,22 +694,31 @@ def _scale(ctx, files: int) -> dict:
     changed = source / SCALE_CHANGED
     original = changed.read_text()
     conn = psycopg.connect(ctx.dsn(), autocommit=True)
-    floors, grammar_floors, fulls, reruns, full_peaks, rerun_peaks, statuses = [], [], [], [], [], [], []
+    processes = os.cpu_count() or 1
+    floors, grammar_floors, fulls, reruns, shared, statuses = [], [], [], [], [], []
+    full_peaks, rerun_peaks, shared_peaks = [], [], []
+
+    def analyse(into, peaks, processes=1):
+        seconds, peak, status, proc = _analyse_once(ctx, source, processes=processes)
+        into.append(seconds)
+        peaks.append(peak)
+        statuses.append(status)
+        if status != "completed":
+            print(proc.text()[-3000:])
+
     for repeat in range(ctx.args.repeats):
         changed.write_text(original)
         floors.append(_floor_analysis(source))
         grammar_floors.append(_grammar_floor(source))
         reset_partha_pg(conn)  # no cached facts: a full analysis
-        for into, peaks in ((fulls, full_peaks), (reruns, rerun_peaks)):
-            seconds, peak, status, proc = _analyse_once(ctx, source)
-            into.append(seconds)
-            peaks.append(peak)
-            statuses.append(status)
-            if status != "completed":
-                print(proc.text()[-3000:])
-            changed.write_text(original + f"\n\n# bench edit {repeat}\n")
+        analyse(fulls, full_peaks)
+        changed.write_text(original + f"\n\n# bench edit {repeat}\n")
+        analyse(reruns, rerun_peaks)
+        reset_partha_pg(conn)  # the full analysis again, its parsing shared out over a process per core
+        analyse(shared, shared_peaks, processes)
         print(f"   {files:,} files: floor {floors[-1]:.2f} s (every grammar {grammar_floors[-1]:.2f} s)  full {fulls[-1] or 0:.2f} s (peak {full_peaks[-1]:.0f} MiB)  "
-              f"one-file re-analysis {reruns[-1] or 0:.2f} s (peak {rerun_peaks[-1]:.0f} MiB)", flush=True)
+              f"one-file re-analysis {reruns[-1] or 0:.2f} s (peak {rerun_peaks[-1]:.0f} MiB)  "
+              f"full over {processes} processes {shared[-1] or 0:.2f} s (peak {shared_peaks[-1]:.0f} MiB)", flush=True)
     return {
         "files": len(tree.paths),
         "bytes": size,
@@ -713,9 +731,13 @@ def _scale(ctx, files: int) -> dict:
         "grammar_floor_seconds": median(grammar_floors),
         "full_over_grammar_floor": median([f / fl for f, fl in zip(fulls, grammar_floors) if f]),
         "rerun_over_full": median([r / f for r, f in zip(reruns, fulls) if r and f]),
-        "peak_rss_mib": max(full_peaks + rerun_peaks),
+        "shared_processes": processes,
+        "shared_full_seconds": median(shared),
+        "shared_full_over_floor": median([f / fl for f, fl in zip(shared, floors) if f]),
+        "peak_rss_mib": max(full_peaks + rerun_peaks + shared_peaks),
         "full_peak_rss_mib": full_peaks,
         "rerun_peak_rss_mib": rerun_peaks,
+        "shared_full_peak_rss_mib": shared_peaks,
         "statuses": statuses,
     }
 
