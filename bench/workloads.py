@@ -698,8 +698,8 @@ def _scale(ctx, files: int) -> dict:
     floors, grammar_floors, fulls, reruns, shared, statuses = [], [], [], [], [], []
     full_peaks, rerun_peaks, shared_peaks = [], [], []
 
-    def analyse(into, peaks, processes=1):
-        seconds, peak, status, proc = _analyse_once(ctx, source, processes=processes)
+    def analyse(into, peaks, parsing_processes=1):
+        seconds, peak, status, proc = _analyse_once(ctx, source, processes=parsing_processes)
         into.append(seconds)
         peaks.append(peak)
         statuses.append(status)

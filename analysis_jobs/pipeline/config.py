@@ -41,4 +41,3 @@ class PipelineConfig:
         """Return the hash of the settings that can change the facts (the budgets only pass or fail a job)."""
         shaping = {"exclude": list(self.exclude), "honour_gitignore": self.honour_gitignore, "max_file_bytes": self.max_file_bytes}
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
-
