@@ -310,6 +310,7 @@ class AnalysisWorker:
             flags.check()  # the seal's own guard renews the lease and refuses a cancelled job
             if not cp.seal(lease, snapshot_id=snapshot_id, document=stored, identity=self.pipeline.identity(state), summary=summary):
                 self._raise_for_lost_or_cancelled(lease)
+            self._log_stats(lease, state)
             self._sealed(lease, state, snapshot_id)
             faults.checkpoint("after-seal")
             if not cp.complete(lease):
@@ -354,6 +355,13 @@ class AnalysisWorker:
             if isinstance(decision, Fail):
                 return JobOutcome.FAILED
             return JobOutcome.REQUEUED
+
+    def _log_stats(self, lease: JobLease, state: AnalysisState) -> None:
+        """Log what the sealed analysis did, as ``key=value`` words, if the pipeline says (``stats(state)``)."""
+        stats = getattr(self.pipeline, "stats", None)
+        words = " ".join(f"{key}={value}" for key, value in stats(state).items()) if stats else ""
+        if words:
+            logger.info("job id=%s attempt=%s state=analysed worker=%s %s", lease.job_id, lease.attempt, lease.worker_id, words)
 
     def _sealed(self, lease: JobLease, state: AnalysisState, snapshot_id: int) -> None:
         """Tell the pipeline its document is sealed (it keeps what its next analysis starts from), if it asks.

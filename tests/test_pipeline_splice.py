@@ -91,7 +91,7 @@ def _three_ways(tmp_path, changes):
 def test_a_spliced_document_is_the_document_a_full_link_writes(tmp_path, change):
     spliced, full = _three_ways(tmp_path, CHANGES[change])
     assert spliced.stats.get("spliced") == len(CHANGES[change])
-    assert "spliced" not in full.stats
+    assert "spliced" not in full.stats and full.stats["linked_in_full"] == "no-basis"
     assert spliced.text == full.text
     assert spliced.hash == full.hash
 
@@ -99,7 +99,7 @@ def test_a_spliced_document_is_the_document_a_full_link_writes(tmp_path, change)
 @pytest.mark.parametrize("change", LEARNT_CHANGES, ids=list(LEARNT_CHANGES))
 def test_a_change_to_what_the_linker_learns_is_linked_in_full(tmp_path, change):
     spliced, full = _three_ways(tmp_path, LEARNT_CHANGES[change])
-    assert "spliced" not in spliced.stats
+    assert "spliced" not in spliced.stats and spliced.stats["linked_in_full"] == "learnt-changed"
     assert spliced.text == full.text
 
 
@@ -141,8 +141,20 @@ def test_old_facts_pruned_from_the_cache_mean_a_full_link(tmp_path):
     _apply(root, CHANGES["a function added"])
     cache.entries.clear()  # as ``prune_analysis_cache`` would
     relinked = analyse(root, cache=cache, bases=bases)
-    assert "spliced" not in relinked.stats
+    assert "spliced" not in relinked.stats and relinked.stats["linked_in_full"] == "facts-pruned"
     assert relinked.text == analyse(root).text
+
+
+def test_changes_whose_facts_outgrow_the_memory_limit_mean_a_full_link(tmp_path):
+    root = write_tree(tmp_path / "repo", TREE)
+    cache, bases = MemoryFactsCache(), MemoryBases()
+    analyse(root, cache=cache, bases=bases, facts_in_memory=10)
+    _apply(root, CHANGES["two files at once"])
+    relinked = analyse(root, cache=cache, bases=bases, facts_in_memory=10)
+    assert "spliced" not in relinked.stats and relinked.stats["linked_in_full"] == "too-many-changes"
+    assert relinked.text == analyse(root, facts_in_memory=10).text
+    _apply(root, CHANGES["a function body"])
+    assert analyse(root, cache=cache, bases=bases, facts_in_memory=1000).stats.get("spliced") == 1  # the limit decided
 
 
 def test_the_summary_of_a_splice_is_the_full_one(tmp_path):

@@ -11,6 +11,7 @@ from django.test import override_settings
 from django.conf import settings
 
 from analysis_jobs.control_plane import DatabaseControlPlane
+from analysis_jobs.logs import fields_of
 from analysis_jobs.models import AnalysisJob, AnalysisSnapshot, BlobDigest, FileFacts, JobStatus, SnapshotBasis, SnapshotState, StatDigest
 from analysis_jobs.pipeline import AnalysisState, RepositoryPipeline
 from analysis_jobs.pipeline import parsing, repository as repository_pipeline
@@ -284,7 +285,7 @@ def test_the_statements_that_carry_facts_and_chunks_leave_no_copy_of_them_on_the
     assert kept and max(map(len, kept)) < 2048
 
 
-def test_a_re_analysis_seals_the_spliced_document_a_full_link_would_write(db, control_plane, run_job, tmp_path, monkeypatch):
+def test_a_re_analysis_seals_the_spliced_document_a_full_link_would_write(db, control_plane, run_job, tmp_path, monkeypatch, caplog):
     splices = []
 
     class Spy(repository_pipeline.Splice):
@@ -309,6 +310,11 @@ def test_a_re_analysis_seals_the_spliced_document_a_full_link_would_write(db, co
     assert second.snapshot.summary == analyse(root).summary
     # Only the latest basis of the source is kept: no analysis splices from an older one.
     assert list(SnapshotBasis.objects.values_list("snapshot_id", flat=True)) == [second.snapshot_id]
+    # Each sealed analysis logs what it did, so that a slow re-analysis says why it linked in full.
+    analysed = [fields_of(record.getMessage()) for record in caplog.records if "state=analysed" in record.getMessage()]
+    assert [(fields["job"], fields.get("linked_in_full"), fields.get("spliced")) for fields in analysed] == [
+        (first.pk, "no-basis", None), (second.pk, None, 1)]
+    assert (analysed[0]["listed"], analysed[0]["parsed"], analysed[1]["parsed"]) == (3, 3, 1)
 
 
 def test_a_basis_that_cannot_be_kept_is_logged_and_the_job_completes(db, control_plane, run_job, tmp_path, monkeypatch, caplog):

@@ -34,7 +34,9 @@ class Stage:
 class Pipeline(Protocol):
     """What a worker runs. ``summary(state)``, if a pipeline has it, gives what is shown of a sealed snapshot
     without reading its document; it is asked after the document was written. ``sealed(state, snapshot_id)``, if
-    it has it, is called once the snapshot is sealed, before the job completes; what it raises is logged only."""
+    it has it, is called once the snapshot is sealed, before the job completes; what it raises is logged only.
+    ``stats(state)``, if it has it, gives counts and words (no spaces) that the worker logs once the snapshot is
+    sealed, as ``key=value``."""
 
     stages: Sequence[Stage]
 

@@ -44,7 +44,7 @@ from .link import VERSION as LINK_VERSION, Linker
 from .parsing import Parsers
 from .records import FileRecord
 from .sources import Exclusions, GitSource, open_source, resolve_revision
-from .splice import Basis, SnapshotBases, Splice, plan, signature
+from .splice import Basis, Plan, Relink, SnapshotBases, Splice, plan, signature
 from .summary import Summary
 from .writer import DocumentWriter, write_document
 
@@ -382,11 +382,12 @@ class RepositoryPipeline:
         state.values["learnt"] = linker.learnt
         state.values["signatures"] = [signature(record) for record in linker.records]
         basis = self.bases.latest(lineage)
-        spliced = basis and plan(basis, linker, linker.records, self.cache, self.config.facts_in_memory)
-        if spliced:
+        spliced = plan(basis, linker, linker.records, self.cache, self.config.facts_in_memory) if basis else Relink.NO_BASIS
+        if isinstance(spliced, Plan):
             state.values["splice"] = (spliced, linker, {record.path: record for record in linker.records})
             state.values["stats"]["spliced"] = len(spliced.changed)
         else:
+            state.values["stats"]["linked_in_full"] = str(spliced)
             runs = state.values["graph"] = GraphRuns(self.config.facts_in_memory)
             linker.link(runs, batch=self.config.batch_files, check=check)
         del state.values["records"]  # linked: the facts are in the graph's runs now (or the splice holds them)
@@ -421,6 +422,10 @@ class RepositoryPipeline:
 
     def identity(self, state: AnalysisState) -> str:
         return state.values.get("identity", "")
+
+    def stats(self, state: AnalysisState) -> dict:
+        """Return what the analysis did (files listed, read, parsed, taken from the cache; spliced or why not)."""
+        return state.values.get("stats", {})
 
     # -- helpers -----------------------------------------------------------------------------------------------
 

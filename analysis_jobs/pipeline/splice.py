@@ -33,6 +33,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 
 import orjson
 
@@ -90,6 +91,15 @@ class Basis:
         return cls(snapshot_id, records, value["learnt"], index, value["summary"])
 
 
+class Relink(StrEnum):
+    """Why an analysis links in full: what a log line names, so that a slow re-analysis explains itself."""
+
+    NO_BASIS = "no-basis"  # no sealed analysis of this lineage left one (the first, or its settings changed)
+    LEARNT = "learnt-changed"  # the families learnt something else (a path or manifest moved): any file may differ
+    PRUNED = "facts-pruned"  # the changed files' old facts were pruned from the cache since
+    TOO_MANY = "too-many-changes"  # the changed files' facts outgrow what a full link's builder may hold
+
+
 @dataclass
 class Plan:
     """What changed since the basis, emitted both ways, and what the document's patch follows from."""
@@ -105,13 +115,13 @@ class Plan:
     delta: Counter  # by target: edges now less edges before, of the changed files
 
 
-def plan(basis: Basis, linker, records: list[FileRecord], cache, limit: int) -> Plan | None:
-    """Return how to splice ``basis``'s document into this analysis's, or None if it must be linked in full.
+def plan(basis: Basis, linker, records: list[FileRecord], cache, limit: int) -> Plan | Relink:
+    """Return how to splice ``basis``'s document into this analysis's, or why it must be linked in full.
 
     ``linker`` has learnt from ``records``; ``cache`` holds the facts the changed files had before.
     """
     if linker.learnt != basis.learnt:
-        return None
+        return Relink.LEARNT
     old = {fields[0]: fields for fields in basis.records}
     new = {record.path: record for record in records}
     before_records = [FileRecord(**dict(zip(RECORD_FIELDS, fields))) for path, fields in old.items()
@@ -120,7 +130,7 @@ def plan(basis: Basis, linker, records: list[FileRecord], cache, limit: int) -> 
     wanted = {(record.sha256, record.extractor) for record in before_records if record.extractor}
     facts = cache.get_many(wanted) if wanted else {}
     if len(facts) < len(wanted):
-        return None  # pruned from the cache since: the old facts are not known
+        return Relink.PRUNED
     before, after = GraphBuilder(), GraphBuilder()
     for changed, graph in ((before_records, before), (now, after)):
         for record in changed:  # in path order, as the basis and the linker hold them
@@ -128,7 +138,7 @@ def plan(basis: Basis, linker, records: list[FileRecord], cache, limit: int) -> 
                 record.facts = facts[(record.sha256, record.extractor)]
             linker.emit(record, graph)
             if len(before) + len(after) > limit:
-                return None
+                return Relink.TOO_MANY
     old_edges, new_edges = before.edge_elements(), after.edge_elements()
     edges: dict[tuple, dict | None] = {**dict.fromkeys(old_edges), **new_edges}
     delta = Counter(key[2] for key in new_edges)
