@@ -118,6 +118,17 @@ def test_an_import_name_maps_to_its_declared_distribution(tmp_path, imported, de
     assert result.targets("mod:py:app", "imports") == list(deps)
 
 
+@pytest.mark.parametrize(("imported", "distribution"), [
+    ("socks", "pysocks"), ("railroad", "railroad-diagrams"), ("PIL.Image", "pillow"), ("google.protobuf", "protobuf"),
+    ("zope.interface", "zope-interface"), ("backports.zoneinfo", "backports-zoneinfo"), ("win32con", "pywin32"),
+])
+def test_an_undeclared_import_name_maps_to_its_known_distribution(tmp_path, imported, distribution):
+    # pip's vendored urllib3 imports socks, and pyparsing railroad, where nothing declares them; pytest imports zope.interface.
+    result = analyse(write_tree(tmp_path / "r", {"app.py": f"import {imported}\n"}))
+    assert result.targets("mod:py:app", "imports") == [f"dep:pypi:{distribution}"]
+    assert result.nodes[f"dep:pypi:{distribution}"]["attrs"]["declared"] is False
+
+
 def test_the_lockfile_names_the_distribution_of_a_transitive_import(tmp_path):
     root = write_tree(tmp_path / "r", {
         "requirements.txt": "flask==3.0\n",
@@ -139,14 +150,17 @@ def test_no_dependency_is_invented_for_the_standard_library_stubs_or_the_reposit
         "pkg/__main__.py": (
             "import __main__\nfrom _typeshed import StrPath\nimport tomllib, zoneinfo, distutils\n"
             "import __pypy__, _dummy_thread, dummy_thread\n"  # PyPy's own module; 3.8's and Python 2's names
+            "try:\n    import _winreg\nexcept ImportError:\n    import winreg as _winreg\n"  # as pygments does
+            "try:\n    from _abcoll import KeysView\nexcept ImportError:\n    pass\n"  # as distlib does
         ),
         "pkg/missing.py": "from pkg.gone import thing\n",
     })
     result = analyse(root)
     assert result.of_kind("dependency") == {}
     assert result.targets("mod:py:pkg.__main__", "imports") == [
-        "std:py:__main__", "std:py:__pypy__", "std:py:_dummy_thread", "std:py:_typeshed", "std:py:distutils",
-        "std:py:dummy_thread", "std:py:tomllib", "std:py:zoneinfo",
+        "std:py:__main__", "std:py:__pypy__", "std:py:_abcoll", "std:py:_dummy_thread", "std:py:_typeshed",
+        "std:py:_winreg", "std:py:distutils", "std:py:dummy_thread", "std:py:tomllib", "std:py:winreg",
+        "std:py:zoneinfo",
     ]
     assert not any(node_id.startswith("dep:pypi:-") for node_id in result.nodes)
 
@@ -155,10 +169,11 @@ def test_a_private_module_belongs_to_the_distribution_of_its_public_name(tmp_pat
     # celery imports billiard's C extension as _billiard; pytest's internals are _pytest.
     root = write_tree(tmp_path / "r", {
         "requirements.txt": "billiard>=4.2\n",
-        "app.py": "from _billiard import read\nimport _pytest.fixtures\nimport _cffi_backend\n",
+        "app.py": "from _billiard import read\nimport _pytest.fixtures\nimport _cffi_backend\nimport _distutils_hack\n",
     })
     result = analyse(root)
-    assert result.targets("mod:py:app", "imports") == ["dep:pypi:billiard", "dep:pypi:cffi", "dep:pypi:pytest"]
+    assert result.targets("mod:py:app", "imports") == [
+        "dep:pypi:billiard", "dep:pypi:cffi", "dep:pypi:pytest", "dep:pypi:setuptools"]
     assert result.nodes["dep:pypi:billiard"]["attrs"]["declared"] is True
 
 

@@ -31,8 +31,11 @@ from .python import Python
 
 # Moves when the same per-file facts link to different facts, so that no snapshot sealed by the old linking is
 # reused by identity; the per-file facts stay cached. 2: private modules (``_billiard``) link to the distribution
-# of their public name, and ``__pypy__`` and Python 2's ``dummy_thread`` to the standard library.
-VERSION = "2"
+# of their public name, and ``__pypy__`` and Python 2's ``dummy_thread`` to the standard library. 3: more of
+# Python 2's standard library (``_winreg``, ``_abcoll``, ``ttk``...), import names such as ``socks``
+# (``pysocks``) and ``_distutils_hack`` (``setuptools``), and namespace distributions named for two components
+# (``zope.interface``), found analysing pip's, setuptools' and pytest's sources.
+VERSION = "3"
 
 
 class Linker:

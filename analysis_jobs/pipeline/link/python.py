@@ -12,8 +12,9 @@ the first place a script's imports are looked up), a module by that full name, o
 regular-package chain gives it (``backend/app/models.py`` is also ``app.models``; of two, the nearer). What is
 not in the repository is the standard library (a fixed list: the facts never depend on the worker's Python),
 or a distribution: the declared or locked one whose name the import name is (``yaml``: ``pyyaml``,
-``taggit``: ``django-taggit``), else a table of known names, else the import name itself. A name that starts
-like an in-repository module but is none is a missing module, never a dependency.
+``taggit``: ``django-taggit``), else a table of known names, else the import name itself (of a namespace package
+such as ``zope``, its first two components: ``zope.interface``). A name that starts like an in-repository module
+but is none is a missing module, never a dependency.
 
 ``from pkg import a, b`` has an edge to each of ``a`` and ``b`` that is a module, and to ``pkg`` when something
 else is imported from it. An import's edge carries how it is made: ``type_only``, ``optional``, ``local``,
@@ -39,7 +40,15 @@ IMPORT_TO_DISTRIBUTION = {
     "google.protobuf": "protobuf", "taggit": "django-taggit", "mptt": "django-mptt", "storages": "django-storages",
     "graphql": "graphql-core", "grpc": "grpcio", "slugify": "python-slugify", "websocket": "websocket-client",
     "Levenshtein": "python-levenshtein", "skimage": "scikit-image", "crispy_forms": "django-crispy-forms",
+    "_distutils_hack": "setuptools", "socks": "pysocks", "sockshandler": "pysocks", "jnius": "pyjnius",
+    "railroad": "railroad-diagrams", "ntlm": "python-ntlm", "dns": "dnspython", "nacl": "pynacl",
+    "Cryptodome": "pycryptodomex", "googleapiclient": "google-api-python-client", "kafka": "kafka-python",
+    "ldap": "python-ldap", "usb": "pyusb", "gi": "pygobject", "wx": "wxpython", "Xlib": "python-xlib",
+    "pythonjsonlogger": "python-json-logger", "telegram": "python-telegram-bot", "win32con": "pywin32",
+    "win32com": "pywin32", "win32file": "pywin32", "win32event": "pywin32", "pywintypes": "pywin32",
 }
+# Namespace packages whose distributions are named for two components: ``zope.interface``, ``backports.zoneinfo``.
+NAMESPACE_HEADS = frozenset({"backports", "flufl", "jaraco", "oslo", "repoze", "ruamel", "sphinxcontrib", "zc", "zope"})
 # How a distribution's name is made from its import name: ``django-`` + ``taggit``, ``graphql`` + ``-core``.
 DISTRIBUTION_PREFIXES = ("python-", "django-", "flask-", "py")
 DISTRIBUTION_SUFFIXES = ("-core", "-python", "-py", "-binary", "-client")
@@ -246,4 +255,7 @@ class Python(Family):
         for name in (pypi_name(head), pypi_name(".".join(base[:2])), pypi_name(public)):
             if name in self.distributions:
                 return self.distributions[name]
-        return IMPORT_TO_DISTRIBUTION.get(".".join(base[:2])) or IMPORT_TO_DISTRIBUTION.get(head) or pypi_name(public)
+        known = IMPORT_TO_DISTRIBUTION.get(".".join(base[:2])) or IMPORT_TO_DISTRIBUTION.get(head)
+        if known:
+            return known
+        return pypi_name(".".join(base[:2]) if head in NAMESPACE_HEADS and len(base) > 1 else public)

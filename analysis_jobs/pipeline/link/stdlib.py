@@ -11,6 +11,10 @@ STDLIB = frozenset({
     "BaseHTTPServer", "CGIHTTPServer", "ConfigParser", "Cookie", "HTMLParser", "Queue", "SimpleHTTPServer",
     "SimpleXMLRPCServer", "SocketServer", "StringIO", "Tkinter", "UserDict", "UserList", "UserString",
     "__builtin__", "__future__", "__main__", "__pypy__",
+    # Python 2's, besides those among the names below.
+    "Bastion", "Dialog", "DocXMLRPCServer", "FileDialog", "MimeWriter", "ScrolledText", "Tix", "Tkconstants", "Tkdnd",
+    "_abcoll", "_sha", "_winreg", "dl", "fpformat", "hotshot", "mhlib", "mimify", "multifile", "posixfile", "rexec",
+    "statvfs", "tkColorChooser", "tkCommonDialog", "tkFileDialog", "tkFont", "tkSimpleDialog", "ttk", "xmllib",
     "_abc", "_aix_support", "_ast", "_asyncio", "_bisect", "_blake2",
     "_bootlocale", "_bootsubprocess", "_bz2", "_codecs", "_codecs_cn", "_codecs_hk", "_codecs_iso2022",
     "_codecs_jp", "_codecs_kr", "_codecs_tw", "_collections", "_collections_abc", "_colorize", "_compat_pickle",
