@@ -146,7 +146,30 @@ def test_javascript_and_typescript_imports_exports_and_http_calls(tmp_path):
     assert sorted(result.of_kind("service")) == ["svc:api.github.com", "svc:hooks.example.com"]  # not the minified file
     call = next(edge for edge in result.edges if edge["dst"] == "svc:hooks.example.com")
     assert call["attrs"] == {"client": "axios", "method": "POST", "url": "https://hooks.example.com/"}
-    assert "mod:js:vendor/lib.min.js" not in result.nodes and "file:vendor/lib.min.js" in result.nodes
+    # A minified file is a module that nothing parsed: the inventory's evidence, no edges of its own.
+    assert evidence(result.nodes["mod:js:vendor/lib.min.js"]) == [("vendor/lib.min.js", [1, 1], "inventory")]
+    assert result.edges_from("mod:js:vendor/lib.min.js") == []
+
+
+def test_an_import_of_a_file_too_large_or_minified_to_parse_resolves_to_its_module(tmp_path):
+    # Playwright's lib/index.js requires ./coreBundle, a 4 MB bundle: the file exists, only its facts are unknown.
+    big = "x = 1\n" * 400
+    root = write_tree(tmp_path / "r", {
+        "lib/index.js": "const core = require('./coreBundle');\nimport $ from './vendor/jquery.min.js';\n",
+        "lib/coreBundle.js": "var a = 1;\n" * 400,
+        "lib/vendor/jquery.min.js": "!function(){}();\n",
+        "pkg/__init__.py": "",
+        "pkg/app.py": "from pkg import generated\nfrom . import big_pb2\n",
+        "pkg/generated.py": big,
+        "pkg/big_pb2.py": big,
+    })
+    result = analyse(root, max_file_bytes=1024)
+    assert result.targets("mod:js:lib/index.js", "imports") == ["mod:js:lib/coreBundle.js", "mod:js:lib/vendor/jquery.min.js"]
+    assert result.targets("mod:py:pkg.app", "imports") == ["mod:py:pkg.big_pb2", "mod:py:pkg.generated"]
+    for module in ("mod:js:lib/coreBundle.js", "mod:py:pkg.generated", "mod:py:pkg.big_pb2"):
+        node = result.nodes[module]
+        assert "missing" not in node["attrs"] and node["evidence"][0]["extractor"].startswith("inventory@")
+    assert result.nodes["file:pkg/generated.py"]["attrs"]["skipped"] == "too-large"
 
 
 def test_a_javascript_syntax_error_is_a_diagnostic_with_what_was_recovered(tmp_path):

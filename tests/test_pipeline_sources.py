@@ -126,7 +126,8 @@ def test_binary_files_are_listed_not_parsed_and_oversized_files_are_not_read(tmp
     assert "mod:py:image" not in result.nodes
     big = result.nodes["file:big.py"]["attrs"]
     assert (big["skipped"], big["sha256"], big["size"]) == ("too-large", "", 600)
-    assert "diag:file-too-large:big.py" in result.nodes and "mod:py:big" not in result.nodes
+    assert "diag:file-too-large:big.py" in result.nodes
+    assert result.nodes["mod:py:big"]["evidence"][0]["extractor"].startswith("inventory@")  # a module, unread
     assert result.stats["read"] == 2
 
 

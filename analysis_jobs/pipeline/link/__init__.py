@@ -33,8 +33,9 @@ from .python import Python
 # reused by identity; the per-file facts stay cached. 2: private modules (``_billiard``) link to the distribution
 # of their public name, and ``__pypy__`` and Python 2's ``dummy_thread`` to the standard library. 3: more of
 # Python 2's standard library (``_winreg``, ``_abcoll``, ``ttk``...), import names such as ``socks``
-# (``pysocks``) and ``_distutils_hack`` (``setuptools``), and namespace distributions named for two components
-# (``zope.interface``), found analysing pip's, setuptools' and pytest's sources.
+# (``pysocks``) and ``_distutils_hack`` (``setuptools``), namespace distributions named for two components
+# (``zope.interface``), and a file too large to read, or minified, as a module that imports resolve to (not a
+# missing one), found analysing pip's, setuptools', pytest's and Playwright's sources.
 VERSION = "3"
 
 

@@ -54,7 +54,8 @@ def evidence(record: FileRecord, first: int, last: int | None = None) -> tuple:
 
 
 def whole_file(record: FileRecord) -> tuple:
-    return (record.path, 1, max(1, record.lines), record.extractor)
+    """Return evidence spanning the file: its extractor's, or the inventory's when none read it (too large, minified)."""
+    return (record.path, 1, max(1, record.lines), record.extractor or INVENTORY)
 
 
 def service_calls(graph: GraphBuilder, module_id: str, record: FileRecord, facts: dict) -> None:

@@ -16,12 +16,15 @@ NODE_BUILTINS = frozenset(
     "events fs http http2 https inspector module net os path perf_hooks process punycode querystring readline repl "
     "stream string_decoder sys timers tls trace_events tty url util v8 vm wasi worker_threads zlib test".split()
 )
-JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
 SCRIPT_EXTRACTORS = frozenset(("javascript", "typescript", "tsx"))
+JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
 
 
 def is_script(record) -> bool:
-    return extractor_name(record) in SCRIPT_EXTRACTORS
+    """Return whether the record is a JS or TS module: read by a script extractor, or a text file read by none
+    (too large, minified)."""
+    return record.kind == "file" and record.language in ("javascript", "typescript") and not record.binary and (
+        not record.extractor or extractor_name(record) in SCRIPT_EXTRACTORS)
 
 
 class JavaScript(Family):
@@ -54,7 +57,7 @@ class JavaScript(Family):
         if not is_script(record):
             return
         module_id = f"mod:js:{record.path}"
-        language = "javascript" if extractor_name(record) == "javascript" else "typescript"
+        language = ("javascript" if extractor_name(record) == "javascript" else "typescript") if record.extractor else record.language
         graph.node(module_id, "module", {"language": language, "name": record.path}, whole_file(record))
         for spec, _how, line, *how in facts.get("imports", ()):
             if spec:

@@ -60,6 +60,13 @@ def is_python(record) -> bool:
     return extractor_name(record) == "python"
 
 
+def is_module(record) -> bool:
+    """Return whether the record is a module: a Python file the Python extractor read, or a text one that none
+    read (too large to). ``setup.py`` is read as a manifest instead; a binary file is no module."""
+    return record.kind == "file" and record.language == "python" and not record.binary and (
+        not record.extractor or is_python(record))
+
+
 def _stem(path: str) -> str:
     return posixpath.basename(path).rsplit(".", 1)[0]
 
@@ -156,7 +163,7 @@ class Python(Family):
     def __init__(self, records, dependencies: Dependencies):
         super().__init__(records)
         self.dependencies = dependencies
-        self.paths = [record.path for record in records if is_python(record)]
+        self.paths = [record.path for record in records if is_module(record)]
         self.project_dirs = {posixpath.dirname(record.path) for record in records if posixpath.basename(record.path) in PROJECT_FILES}
         self.root_is_package = "__init__.py" in self.paths
         self.imports_of: dict[str, list] = {}
@@ -190,7 +197,7 @@ class Python(Family):
         return {name: name if name in found else next(iter(found)) for name, found in candidates.items() if name in found or len(found) == 1}
 
     def emit(self, record, facts, graph):
-        if not is_python(record):
+        if not is_module(record):
             return
         names = self.names
         module = names.of[record.path]
