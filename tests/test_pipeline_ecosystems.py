@@ -38,6 +38,8 @@ def test_setup_py_literal_requirements_are_read_never_run(tmp_path):
         ),
         "tools/dev.requirements.txt": "pytest==8\n",
         "requirements/base.in": "celery\n",
+        "requirements/extras/redis.txt": "redis>=4.5.2\n",  # celery's shape: one file per extra
+        "requirements/test/lint.txt": "ruff\n",
     })
     result = analyse(root)
     assert declared(result, "setup.py") == {
@@ -46,6 +48,8 @@ def test_setup_py_literal_requirements_are_read_never_run(tmp_path):
     }
     assert declared(result, "tools/dev.requirements.txt") == {"dep:pypi:pytest": ("==8", "dev", 1)}
     assert declared(result, "requirements/base.in") == {"dep:pypi:celery": ("", "main", 1)}
+    assert declared(result, "requirements/extras/redis.txt") == {"dep:pypi:redis": (">=4.5.2", "optional:redis", 1)}
+    assert declared(result, "requirements/test/lint.txt") == {"dep:pypi:ruff": ("", "dev", 1)}
 
 
 def test_setup_py_reads_requirements_from_names_bound_once_to_a_literal(tmp_path):

@@ -121,6 +121,7 @@ def test_an_import_name_maps_to_its_declared_distribution(tmp_path, imported, de
 @pytest.mark.parametrize(("imported", "distribution"), [
     ("socks", "pysocks"), ("railroad", "railroad-diagrams"), ("PIL.Image", "pillow"), ("google.protobuf", "protobuf"),
     ("zope.interface", "zope-interface"), ("backports.zoneinfo", "backports-zoneinfo"), ("win32con", "pywin32"),
+    ("bson", "pymongo"),
 ])
 def test_an_undeclared_import_name_maps_to_its_known_distribution(tmp_path, imported, distribution):
     # pip's vendored urllib3 imports socks, and pyparsing railroad, where nothing declares them; pytest imports zope.interface.

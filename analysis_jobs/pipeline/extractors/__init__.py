@@ -103,8 +103,8 @@ def extractor_for(path: str) -> Extractor | None:
         return TSCONFIG  # tsconfig.base.json, tsconfig.app.json
     # The patterns are tried only on names they could match: a re-analysis asks this of every listed file.
     if name.startswith("requirements") and _REQUIREMENTS.match(name) or name.endswith(_REQUIREMENTS_SUFFIXES) or (
-        directory.rpartition("/")[2] == "requirements" and name.endswith((".txt", ".in"))
-    ):
+        name.endswith((".txt", ".in")) and "requirements" in directory and "requirements" in directory.split("/")
+    ):  # requirements/base.in, and celery's requirements/extras/redis.txt
         return REQUIREMENTS
     if name.startswith(("compose", "docker-compose")) and _COMPOSE.match(name):
         return COMPOSE

@@ -34,8 +34,9 @@ from .python import Python
 # of their public name, and ``__pypy__`` and Python 2's ``dummy_thread`` to the standard library. 3: more of
 # Python 2's standard library (``_winreg``, ``_abcoll``, ``ttk``...), import names such as ``socks``
 # (``pysocks``) and ``_distutils_hack`` (``setuptools``), namespace distributions named for two components
-# (``zope.interface``), and a file too large to read, or minified, as a module that imports resolve to (not a
-# missing one), found analysing pip's, setuptools', pytest's and Playwright's sources.
+# (``zope.interface``), a file too large to read, or minified, as a module that imports resolve to (not a
+# missing one), and requirements files at any depth of a ``requirements`` folder, ``extras/`` ones scoped
+# ``optional:NAME``, found analysing pip's, setuptools', pytest's, Playwright's and celery's sources.
 VERSION = "3"
 
 

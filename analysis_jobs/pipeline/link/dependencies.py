@@ -10,7 +10,14 @@ _MANIFEST_NAMES = frozenset(extractor.name for extractor in DECLARING)
 
 
 def requirements_scope(path: str) -> str:
-    """Return the scope a requirements file's path gives its rows (``requirements-dev.txt``: dev)."""
+    """Return the scope a requirements file's path gives its rows (``requirements-dev.txt``: dev).
+
+    A file in an ``extras`` folder (celery's ``requirements/extras/redis.txt``) lists an extra's requirements:
+    ``optional:redis``, as ``extras_require`` gives them in a ``setup.py``.
+    """
+    folders, _, name = path.lower().rpartition("/")
+    if "extras" in folders.split("/"):
+        return f"optional:{name.rsplit('.', 1)[0]}"
     return "dev" if _DEV_WORDS.search(path.lower()) else "main"
 
 

@@ -46,6 +46,7 @@ IMPORT_TO_DISTRIBUTION = {
     "ldap": "python-ldap", "usb": "pyusb", "gi": "pygobject", "wx": "wxpython", "Xlib": "python-xlib",
     "pythonjsonlogger": "python-json-logger", "telegram": "python-telegram-bot", "win32con": "pywin32",
     "win32com": "pywin32", "win32file": "pywin32", "win32event": "pywin32", "pywintypes": "pywin32",
+    "bson": "pymongo", "cassandra": "cassandra-driver", "memcache": "python-memcached",
 }
 # Namespace packages whose distributions are named for two components: ``zope.interface``, ``backports.zoneinfo``.
 NAMESPACE_HEADS = frozenset({"backports", "flufl", "jaraco", "oslo", "repoze", "ruamel", "sphinxcontrib", "zc", "zope"})
