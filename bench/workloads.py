@@ -566,9 +566,19 @@ def _grammar_floor(root: Path) -> float:
 _ANALYSIS_LOGS = itertools.count(1)
 
 
-def _analyse_once(ctx, source: Path, commit: str = "", processes: int = 1):
-    """Queue one analysis of ``source`` (at ``commit``) and run one ``runworker`` for it, parsing over ``processes``;
-    return (seconds, peak RSS MiB, status): the peak of the worker and its parsing processes together."""
+@dataclass(frozen=True)
+class Analysed:
+    """One analysis by one worker process: the job's own time, and what the worker's process tree used."""
+
+    seconds: float | None  # from the job's started_at to its completed_at
+    peak_mib: float  # the worker and its parsing processes together
+    cpu_seconds: float  # user and system time of the worker and its parsing processes, start-up included
+    status: str
+    proc: object
+
+
+def _analyse_once(ctx, source: Path, commit: str = "", processes: int = 1) -> Analysed:
+    """Queue one analysis of ``source`` (at ``commit``) and run one ``runworker`` for it, parsing over ``processes``."""
     from analysis_jobs.control_plane import DatabaseControlPlane
     from analysis_jobs.models import AnalysisJob
 
@@ -578,12 +588,12 @@ def _analyse_once(ctx, source: Path, commit: str = "", processes: int = 1):
     proc = spawn(manage("runworker", "--burst", "--max-jobs", "1"),
                  base_env(DATABASE_URL=ctx.url(), ANALYSIS_EXTRACT_PROCESSES=processes), f"analysis-{next(_ANALYSIS_LOGS)}")
     tree = TreeMemory(proc.popen.pid) if processes > 1 else None
-    _, status, usage = os.wait4(proc.popen.pid, 0)
+    _, status, usage = os.wait4(proc.popen.pid, 0)  # its usage counts the parsing processes it waited for too
     peak = max(usage.ru_maxrss * 1024, tree.stop() if tree else 0)
     proc.popen.returncode = os.waitstatus_to_exitcode(status)
     job = AnalysisJob.objects.get(pk=job.pk)
     seconds = (job.completed_at - job.started_at).total_seconds() if job.completed_at and job.started_at else None
-    return seconds, peak / 2**20, job.status, proc
+    return Analysed(seconds, peak / 2**20, usage.ru_utime + usage.ru_stime, job.status, proc)
 
 
 def _two_revisions(source: Path, repository: Path, changed: Path) -> tuple[str, str]:
@@ -630,12 +640,12 @@ def analysis(ctx):
 
     def analyse(into: list, path: Path, commit: str = "") -> None:
         """Time one analysis by a worker process into ``into``, keeping its peak memory and how it ended."""
-        seconds, peak, status, proc = _analyse_once(ctx, path, commit)
-        into.append(seconds)
-        peaks.append(peak)
-        statuses.append(status)
-        if status != "completed":
-            print(proc.text()[-3000:])
+        run = _analyse_once(ctx, path, commit)
+        into.append(run.seconds)
+        peaks.append(run.peak_mib)
+        statuses.append(run.status)
+        if run.status != "completed":
+            print(run.proc.text()[-3000:])
 
     for repeat in range(ctx.args.repeats):
         changed.write_text(original)
@@ -696,29 +706,32 @@ def _scale(ctx, files: int) -> dict:
     conn = psycopg.connect(ctx.dsn(), autocommit=True)
     processes = os.cpu_count() or 1
     floors, grammar_floors, fulls, reruns, shared, statuses = [], [], [], [], [], []
-    full_peaks, rerun_peaks, shared_peaks = [], [], []
+    full_peaks, rerun_peaks, shared_peaks, full_cpus, shared_cpus = [], [], [], [], []
 
-    def analyse(into, peaks, parsing_processes=1):
-        seconds, peak, status, proc = _analyse_once(ctx, source, processes=parsing_processes)
-        into.append(seconds)
-        peaks.append(peak)
-        statuses.append(status)
-        if status != "completed":
-            print(proc.text()[-3000:])
+    def analyse(into, peaks, parsing_processes=1, cpus=None):
+        run = _analyse_once(ctx, source, processes=parsing_processes)
+        into.append(run.seconds)
+        peaks.append(run.peak_mib)
+        if cpus is not None:
+            cpus.append(run.cpu_seconds)
+        statuses.append(run.status)
+        if run.status != "completed":
+            print(run.proc.text()[-3000:])
 
     for repeat in range(ctx.args.repeats):
         changed.write_text(original)
         floors.append(_floor_analysis(source))
         grammar_floors.append(_grammar_floor(source))
         reset_partha_pg(conn)  # no cached facts: a full analysis
-        analyse(fulls, full_peaks)
+        analyse(fulls, full_peaks, cpus=full_cpus)
         changed.write_text(original + f"\n\n# bench edit {repeat}\n")
         analyse(reruns, rerun_peaks)
         reset_partha_pg(conn)  # the full analysis again, its parsing shared out over a process per core
-        analyse(shared, shared_peaks, processes)
+        analyse(shared, shared_peaks, processes, cpus=shared_cpus)
         print(f"   {files:,} files: floor {floors[-1]:.2f} s (every grammar {grammar_floors[-1]:.2f} s)  full {fulls[-1] or 0:.2f} s (peak {full_peaks[-1]:.0f} MiB)  "
               f"one-file re-analysis {reruns[-1] or 0:.2f} s (peak {rerun_peaks[-1]:.0f} MiB)  "
-              f"full over {processes} processes {shared[-1] or 0:.2f} s (peak {shared_peaks[-1]:.0f} MiB)", flush=True)
+              f"full over {processes} processes {shared[-1] or 0:.2f} s (peak {shared_peaks[-1]:.0f} MiB)  "
+              f"CPU full {full_cpus[-1]:.1f} s, over processes {shared_cpus[-1]:.1f} s", flush=True)
     return {
         "files": len(tree.paths),
         "bytes": size,
@@ -734,6 +747,8 @@ def _scale(ctx, files: int) -> dict:
         "shared_processes": processes,
         "shared_full_seconds": median(shared),
         "shared_full_over_floor": median([f / fl for f, fl in zip(shared, floors) if f]),
+        "full_cpu_seconds": median(full_cpus),
+        "shared_full_cpu_seconds": median(shared_cpus),
         "peak_rss_mib": max(full_peaks + rerun_peaks + shared_peaks),
         "full_peak_rss_mib": full_peaks,
         "rerun_peak_rss_mib": rerun_peaks,
