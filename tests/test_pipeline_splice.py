@@ -157,6 +157,19 @@ def test_changes_whose_facts_outgrow_the_memory_limit_mean_a_full_link(tmp_path)
     assert analyse(root, cache=cache, bases=bases, facts_in_memory=1000).stats.get("spliced") == 1  # the limit decided
 
 
+def test_a_module_grown_too_large_to_read_and_back_is_spliced_as_a_full_link_writes_it(tmp_path):
+    # Unread, it is still a module (what the linker learns is the same), with no facts of its own.
+    root = write_tree(tmp_path / "repo", TREE)
+    cache, bases, limit = MemoryFactsCache(), MemoryBases(), 2000
+    analyse(root, cache=cache, bases=bases, max_file_bytes=limit)
+    for content in ("import json\n" + "x = 1\n" * 400, TREE["app/report.py"]):
+        _apply(root, {"app/report.py": content})
+        spliced = analyse(root, cache=cache, bases=bases, max_file_bytes=limit)
+        assert spliced.stats.get("spliced") == 1
+        assert spliced.text == analyse(root, cache=cache, max_file_bytes=limit).text
+    assert "mod:py:app.report" in spliced.nodes
+
+
 def test_the_summary_of_a_splice_is_the_full_one(tmp_path):
     spliced, full = _three_ways(tmp_path, CHANGES["an undeclared dependency dropped by both"])
     assert spliced.state.values["summary"].result() == full.summary

@@ -16,8 +16,8 @@ NODE_BUILTINS = frozenset(
     "events fs http http2 https inspector module net os path perf_hooks process punycode querystring readline repl "
     "stream string_decoder sys timers tls trace_events tty url util v8 vm wasi worker_threads zlib test".split()
 )
-SCRIPT_EXTRACTORS = frozenset(("javascript", "typescript", "tsx"))
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
+SCRIPT_EXTRACTORS = frozenset(("javascript", "typescript", "tsx"))
 
 
 def is_script(record) -> bool:
@@ -57,8 +57,8 @@ class JavaScript(Family):
         if not is_script(record):
             return
         module_id = f"mod:js:{record.path}"
-        language = ("javascript" if extractor_name(record) == "javascript" else "typescript") if record.extractor else record.language
-        graph.node(module_id, "module", {"language": language, "name": record.path}, whole_file(record))
+        # The language of the suffix, which is also the extractor's (.js, .jsx: javascript; .ts, .tsx: typescript).
+        graph.node(module_id, "module", {"language": record.language, "name": record.path}, whole_file(record))
         for spec, _how, line, *how in facts.get("imports", ()):
             if spec:
                 attrs = {kind: True for kind in how[0]} if how and how[0] else None
