@@ -55,6 +55,30 @@ def test_variance_annotations_parse_cleanly_and_real_errors_still_show(tmp_path)
     assert result.targets("mod:js:variance.ts", "exports") == ["sym:js:variance.ts#Fn", "sym:js:variance.ts#Producer"]
 
 
+def test_keyof_a_readonly_array_parses_cleanly(tmp_path):
+    # TypeScript's own lib.es2015.symbol.wellknown.d.ts; tree-sitter-typescript 0.23 fails on it as written.
+    root = write_tree(tmp_path / "r", {
+        "wellknown.d.ts": (
+            'import { Base } from "./base";\n'
+            "export interface ReadonlyArray<T> {\n"
+            "    readonly [Symbol.unscopables]: {\n"
+            "        [K in keyof readonly any[]]?: boolean;\n"
+            "    };\n"
+            "}\n"
+            "export type Keys = keyof  readonly string[];\n"
+        ),
+        "base.ts": "export const readonly = 1;\nexport type Broken = keyof readonly ;\n",  # still an error
+    })
+    result = analyse(root)
+    assert "diag:parse-error:wellknown.d.ts" not in result.nodes
+    assert result.targets("mod:js:wellknown.d.ts", "imports") == ["mod:js:base.ts"]
+    assert result.targets("mod:js:wellknown.d.ts", "exports") == [
+        "sym:js:wellknown.d.ts#Keys", "sym:js:wellknown.d.ts#ReadonlyArray"]
+    assert result.nodes["sym:js:wellknown.d.ts#Keys"]["evidence"][0]["lines"] == [7, 7]
+    assert "diag:parse-error:base.ts" in result.nodes  # a real error is still one
+    assert "sym:js:base.ts#readonly" in result.targets("mod:js:base.ts", "exports")  # a name, not blanked
+
+
 def test_fetch_records_its_method_option(tmp_path):
     root = write_tree(tmp_path / "r", {
         "client.js": (
