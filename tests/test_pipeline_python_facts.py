@@ -118,6 +118,23 @@ def test_an_import_name_maps_to_its_declared_distribution(tmp_path, imported, de
     assert result.targets("mod:py:app", "imports") == list(deps)
 
 
+def test_a_dotted_import_maps_to_the_declared_distribution_its_longest_prefix_names(tmp_path):
+    # kombu's shape: azure.* namespace distributions, declared one per extra.
+    root = write_tree(tmp_path / "r", {
+        "requirements/extras/azure.txt": "azure-storage-queue>=12.6.0\nazure-identity>=1.12.0\n",
+        "requirements/default.txt": "Django>=4\n",
+        "app.py": (
+            "from azure.storage.queue import QueueServiceClient\nfrom azure.identity import DefaultAzureCredential\n"
+            "import azure.core.exceptions\nfrom django.contrib import admin\n"
+        ),
+    })
+    result = analyse(root)
+    assert result.targets("mod:py:app", "imports") == [
+        "dep:pypi:azure", "dep:pypi:azure-identity", "dep:pypi:azure-storage-queue", "dep:pypi:django"]
+    assert result.nodes["dep:pypi:azure-storage-queue"]["attrs"]["declared"] is True
+    assert result.nodes["dep:pypi:azure"]["attrs"]["declared"] is False  # azure-core comes with them, undeclared
+
+
 @pytest.mark.parametrize(("imported", "distribution"), [
     ("socks", "pysocks"), ("railroad", "railroad-diagrams"), ("PIL.Image", "pillow"), ("google.protobuf", "protobuf"),
     ("zope.interface", "zope-interface"), ("backports.zoneinfo", "backports-zoneinfo"), ("win32con", "pywin32"),

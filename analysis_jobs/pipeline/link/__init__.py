@@ -36,7 +36,8 @@ from .python import Python
 # (``pysocks``) and ``_distutils_hack`` (``setuptools``), namespace distributions named for two components
 # (``zope.interface``), a file too large to read, or minified, as a module that imports resolve to (not a
 # missing one), and requirements files at any depth of a ``requirements`` folder, ``extras/`` ones scoped
-# ``optional:NAME``, found analysing pip's, setuptools', pytest's, Playwright's and celery's sources.
+# ``optional:NAME``, and a dotted import to the declared distribution its longest prefix names
+# (``azure.storage.queue``), found analysing pip's, setuptools', pytest's, Playwright's, celery's and kombu's sources.
 VERSION = "3"
 
 

@@ -12,7 +12,7 @@ the first place a script's imports are looked up), a module by that full name, o
 regular-package chain gives it (``backend/app/models.py`` is also ``app.models``; of two, the nearer). What is
 not in the repository is the standard library (a fixed list: the facts never depend on the worker's Python),
 or a distribution: the declared or locked one whose name the import name is (``yaml``: ``pyyaml``,
-``taggit``: ``django-taggit``), else a table of known names, else the import name itself (of a namespace package
+``taggit``: ``django-taggit``; of a dotted name, its longest prefix that names one: ``azure.storage.queue``), else a table of known names, else the import name itself (of a namespace package
 such as ``zope``, its first two components: ``zope.interface``). A name that starts like an in-repository module
 but is none is a missing module, never a dependency.
 
@@ -260,7 +260,10 @@ class Python(Family):
         # A private top-level module (``_pytest``, ``_billiard``) ships with the distribution of its public name;
         # no distribution's name starts or ends with the ``-`` that its underscore would become.
         public = head.strip("_") or head
-        for name in (pypi_name(head), pypi_name(".".join(base[:2])), pypi_name(public)):
+        # The longest dotted prefix that names a declared distribution: ``azure.storage.queue`` is
+        # ``azure-storage-queue``, ``azure.identity`` is ``azure-identity``, ``django.contrib`` is ``django``.
+        prefixes = (pypi_name(".".join(base[:end])) for end in range(len(base), 0, -1))
+        for name in (*prefixes, pypi_name(public)):
             if name in self.distributions:
                 return self.distributions[name]
         known = IMPORT_TO_DISTRIBUTION.get(".".join(base[:2])) or IMPORT_TO_DISTRIBUTION.get(head)
