@@ -49,6 +49,14 @@ def extractor_name(record: FileRecord) -> str:
     return record.extractor.partition("@")[0]
 
 
+def is_module_file(record: FileRecord, languages: Sequence[str], extractors: Sequence[str]) -> bool:
+    """Return whether the record is a module of one of ``languages``: a file one of ``extractors`` read, or a text
+    file that none read (too large, minified): imports resolve to it all the same. A file another extractor
+    reads (``setup.py``, a manifest) is none, and neither is a binary file."""
+    return record.kind == "file" and record.language in languages and not record.binary and (
+        not record.extractor or extractor_name(record) in extractors)
+
+
 def evidence(record: FileRecord, first: int, last: int | None = None) -> tuple:
     return (record.path, first, first if last is None else last, record.extractor)
 

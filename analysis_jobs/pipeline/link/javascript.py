@@ -9,7 +9,7 @@ what is neither becomes ``dep:npm:NAME``.
 import posixpath
 
 from .dependencies import Dependencies
-from .family import Family, evidence, extractor_name, service_calls, whole_file
+from .family import Family, evidence, extractor_name, is_module_file, service_calls, whole_file
 
 NODE_BUILTINS = frozenset(
     "assert async_hooks buffer child_process cluster console constants crypto dgram diagnostics_channel dns domain "
@@ -21,10 +21,7 @@ SCRIPT_EXTRACTORS = frozenset(("javascript", "typescript", "tsx"))
 
 
 def is_script(record) -> bool:
-    """Return whether the record is a JS or TS module: read by a script extractor, or a text file read by none
-    (too large, minified)."""
-    return record.kind == "file" and record.language in ("javascript", "typescript") and not record.binary and (
-        not record.extractor or extractor_name(record) in SCRIPT_EXTRACTORS)
+    return is_module_file(record, ("javascript", "typescript"), SCRIPT_EXTRACTORS)
 
 
 class JavaScript(Family):

@@ -12,9 +12,10 @@ the first place a script's imports are looked up), a module by that full name, o
 regular-package chain gives it (``backend/app/models.py`` is also ``app.models``; of two, the nearer). What is
 not in the repository is the standard library (a fixed list: the facts never depend on the worker's Python),
 or a distribution: the declared or locked one whose name the import name is (``yaml``: ``pyyaml``,
-``taggit``: ``django-taggit``; of a dotted name, its longest prefix that names one: ``azure.storage.queue``), else a table of known names, else the import name itself (of a namespace package
-such as ``zope``, its first two components: ``zope.interface``). A name that starts like an in-repository module
-but is none is a missing module, never a dependency.
+``taggit``: ``django-taggit``; of a dotted name, its longest prefix that names one: ``azure.storage.queue``),
+else a table of known names, else the import name itself (of a namespace package such as ``zope``, its first
+two components: ``zope.interface``). A name that starts like an in-repository module but is none is a missing
+module, never a dependency.
 
 ``from pkg import a, b`` has an edge to each of ``a`` and ``b`` that is a module, and to ``pkg`` when something
 else is imported from it. An import's edge carries how it is made: ``type_only``, ``optional``, ``local``,
@@ -25,7 +26,7 @@ import posixpath
 
 from ..extractors.manifests import pypi_name
 from .dependencies import Dependencies
-from .family import Family, evidence, extractor_name, service_calls, whole_file
+from .family import Family, evidence, extractor_name, is_module_file, service_calls, whole_file
 from .stdlib import STDLIB
 
 # Import names whose distribution is called something else, when no declared or locked one says.
@@ -62,10 +63,7 @@ def is_python(record) -> bool:
 
 
 def is_module(record) -> bool:
-    """Return whether the record is a module: a Python file the Python extractor read, or a text one that none
-    read (too large to). ``setup.py`` is read as a manifest instead; a binary file is no module."""
-    return record.kind == "file" and record.language == "python" and not record.binary and (
-        not record.extractor or is_python(record))
+    return is_module_file(record, ("python",), ("python",))
 
 
 def _stem(path: str) -> str:
