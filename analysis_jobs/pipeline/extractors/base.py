@@ -51,21 +51,3 @@ def first_syntax_error(root, tolerated: Callable[[object], bool] = lambda node: 
 def decode(data: bytes) -> str:
     """Return text for a text format: UTF-8 (a BOM allowed); bytes that are not UTF-8 become U+FFFD."""
     return data.decode("utf-8-sig", errors="replace")
-
-
-def line_finder(text: str):
-    """Return ``find(needle, default=1)``: the 1-based line of the first line containing ``needle``."""
-    lines = text.splitlines()
-    first: dict[str, int] = {}
-
-    def find(needle: str, default: int = 1) -> int:
-        if needle in first:
-            return first[needle]
-        for number, line in enumerate(lines, start=1):
-            if needle in line:
-                first[needle] = number
-                return number
-        first[needle] = default
-        return default
-
-    return find

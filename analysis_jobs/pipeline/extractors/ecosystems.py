@@ -18,26 +18,13 @@ import json
 import re
 import tomllib
 import xml.etree.ElementTree as ElementTree
+from xml.parsers import expat
 
 from .base import Extractor, decode
-from .manifests import _Lines, _requirement
+from .manifests import _requirement
+from .positions import Lines
 
 VERSION = "1"
-
-
-def _toml_key_line(lines: _Lines, header: tuple[str, ...], key: str) -> int:
-    """Return the line of ``key =`` inside the first ``[...]`` table whose header holds every part of ``header``.
-
-    ``tomllib`` gives no positions, and one key (``serde``, a version alias) may sit in several tables.
-    """
-    inside, assignment = False, re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
-    for number, line in enumerate(lines.lines, start=1):
-        stripped = line.strip()
-        if stripped.startswith("["):
-            inside = all(part in stripped for part in header)
-        elif inside and assignment.match(line):
-            return number
-    return 1
 
 
 # -- Python's setup.py -----------------------------------------------------------------------------------------
@@ -165,29 +152,29 @@ def _cargo_spec(value) -> str:
 
 def extract_cargo_toml(data: bytes) -> dict:
     text = decode(data)
-    document, lines, declared = tomllib.loads(text), _Lines(text), []
+    document, lines, declared = tomllib.loads(text), Lines(text), []
 
-    def table(dependencies, scope, header):
+    def table(dependencies, scope, path):
         for name, value in sorted((dependencies or {}).items()):
             crate = value.get("package", name) if isinstance(value, dict) else name  # a renamed dependency
-            declared.append(["cargo", crate, _cargo_spec(value), scope, _toml_key_line(lines, header, name)])
+            declared.append(["cargo", crate, _cargo_spec(value), scope, lines.toml_key(*path, name)])
 
     for key, scope in _CARGO_SCOPES:
-        table(document.get(key), scope, (f"[{key}]",))
+        table(document.get(key), scope, (key,))
     for target, tables in sorted((document.get("target") or {}).items()):
         for key, scope in _CARGO_SCOPES:
-            table((tables or {}).get(key), f"{scope}:{target}", ("[target.", target, f".{key}]"))
-    table((document.get("workspace") or {}).get("dependencies"), "workspace", ("[workspace.dependencies]",))
+            table((tables or {}).get(key), f"{scope}:{target}", ("target", target, key))
+    table((document.get("workspace") or {}).get("dependencies"), "workspace", ("workspace", "dependencies"))
     return {"declared": declared, "locked": []}
 
 
 def extract_cargo_lock(data: bytes) -> dict:
     """Registry and git packages; a package with no ``source`` is one of the workspace's own crates."""
     text = decode(data)
-    lines = _Lines(text)
+    at = Lines(text).array_tables("package", "name")
     locked = [
-        ["cargo", package["name"], str(package.get("version", "")), lines.of_key(package["name"]), None]
-        for package in tomllib.loads(text).get("package") or ()
+        ["cargo", package["name"], str(package.get("version", "")), at[index] if index < len(at) else 1, None]
+        for index, package in enumerate(tomllib.loads(text).get("package") or ())
         if isinstance(package, dict) and package.get("name") and package.get("source")
     ]
     return {"declared": [], "locked": locked}
@@ -196,10 +183,24 @@ def extract_cargo_lock(data: bytes) -> dict:
 # -- Java ------------------------------------------------------------------------------------------------------
 
 
-def _xml(data: bytes):
+def _xml(data: bytes) -> tuple[ElementTree.Element, dict]:
+    """Return the root element of ``data`` and the line each element starts on (``ElementTree`` keeps none)."""
     if b"<!ENTITY" in data:
         raise ValueError("XML entity declarations are not read")  # never expanded: a billion laughs stays a line
-    return ElementTree.fromstring(data)
+    builder, lines = ElementTree.TreeBuilder(), {}
+    parser = expat.ParserCreate(namespace_separator="}")
+
+    def start(tag, attributes):
+        lines[builder.start("{" + tag if "}" in tag else tag, attributes)] = parser.CurrentLineNumber
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = lambda tag: builder.end("{" + tag if "}" in tag else tag)
+    parser.CharacterDataHandler = builder.data
+    try:
+        parser.Parse(data, True)
+    except expat.ExpatError as error:
+        raise ElementTree.ParseError(str(error)) from None
+    return builder.close(), lines
 
 
 def _local(tag: str) -> str:
@@ -215,7 +216,7 @@ def _child_text(element, name: str) -> str:
 
 def extract_pom(data: bytes) -> dict:
     """``<dependencies>`` of the project and of its ``<dependencyManagement>`` (scope ``managed``)."""
-    root, lines, declared = _xml(data), _Lines(decode(data)), []
+    (root, lines), declared = _xml(data), []
     parents = {child: parent for parent in root.iter() for child in parent}
     for container in root.iter():
         if _local(container.tag) != "dependencies":
@@ -227,7 +228,7 @@ def extract_pom(data: bytes) -> dict:
             group, artifact = _child_text(dependency, "groupId"), _child_text(dependency, "artifactId")
             if group and artifact:
                 scope = "managed" if managed else (_child_text(dependency, "scope") or "compile")
-                line = lines.of(f"<artifactId>{artifact}</artifactId>")
+                line = next((lines[child] for child in dependency if _local(child.tag) == "artifactId"), lines[dependency])
                 declared.append(["maven", f"{group}:{artifact}", _child_text(dependency, "version"), scope, line])
     return {"declared": declared, "locked": []}
 
@@ -235,7 +236,7 @@ def extract_pom(data: bytes) -> dict:
 def extract_gradle_catalog(data: bytes) -> dict:
     """``gradle/libs.versions.toml``: each library with its version, a ``version.ref`` resolved."""
     text = decode(data)
-    document, lines, declared = tomllib.loads(text), _Lines(text), []
+    document, lines, declared = tomllib.loads(text), Lines(text), []
     versions = document.get("versions") or {}
     for alias, entry in sorted((document.get("libraries") or {}).items()):
         if isinstance(entry, str):
@@ -249,7 +250,7 @@ def extract_gradle_catalog(data: bytes) -> dict:
                 version = versions.get(version.get("ref"), "") if "ref" in version else version.get("strictly") or version.get("require", "")
         else:
             continue
-        declared.append(["maven", module, str(version) if not isinstance(version, dict) else "", "main", _toml_key_line(lines, ("[libraries]",), alias)])
+        declared.append(["maven", module, str(version) if not isinstance(version, dict) else "", "main", lines.toml_key("libraries", alias)])
     return {"declared": declared, "locked": []}
 
 
@@ -261,25 +262,25 @@ def nuget_name(name: str) -> str:
 
 
 def extract_csproj(data: bytes) -> dict:
-    root, lines, declared = _xml(data), _Lines(decode(data)), []
+    (root, lines), declared = _xml(data), []
     for reference in root.iter():
         if _local(reference.tag) == "PackageReference" and reference.get("Include"):
             version = reference.get("Version") or _child_text(reference, "Version")
             name = reference.get("Include")
-            declared.append(["nuget", nuget_name(name), version, "main", lines.of(f'"{name}"')])
+            declared.append(["nuget", nuget_name(name), version, "main", lines[reference]])
     return {"declared": declared, "locked": []}
 
 
 def extract_nuget_lock(data: bytes) -> dict:
     text = decode(data)
-    lines, locked, seen = _Lines(text), [], set()
-    for _framework, packages in sorted((json.loads(text).get("dependencies") or {}).items()):
+    lines, locked, seen = Lines(text), [], set()
+    for framework, packages in sorted((json.loads(text).get("dependencies") or {}).items()):
         for name, entry in sorted((packages or {}).items()):
             entry = entry or {}
             if entry.get("type") == "Project" or (name, entry.get("resolved")) in seen:
                 continue
             seen.add((name, entry.get("resolved")))
-            locked.append(["nuget", nuget_name(name), str(entry.get("resolved", "")), lines.of_key(name), entry.get("type") == "Direct"])
+            locked.append(["nuget", nuget_name(name), str(entry.get("resolved", "")), lines.json_key("dependencies", framework, name), entry.get("type") == "Direct"])
     return {"declared": [], "locked": locked}
 
 
@@ -292,17 +293,17 @@ def _composer_package(name: str) -> bool:
 
 def extract_composer_json(data: bytes) -> dict:
     text = decode(data)
-    document, lines, declared = json.loads(text), _Lines(text), []
+    document, lines, declared = json.loads(text), Lines(text), []
     for key, scope in (("require", "main"), ("require-dev", "dev")):
         for name, spec in sorted((document.get(key) or {}).items()):
             if _composer_package(name):
-                declared.append(["composer", name.lower(), str(spec), scope, lines.of_key(name)])
+                declared.append(["composer", name.lower(), str(spec), scope, lines.json_key(key, name)])
     return {"declared": declared, "locked": []}
 
 
 def extract_composer_lock(data: bytes) -> dict:
     text = decode(data)
-    document, lines = json.loads(text), _Lines(text)
+    document, lines = json.loads(text), Lines(text)
     locked = [
         ["composer", package["name"].lower(), str(package.get("version", "")), lines.of(f'"name": "{package["name"]}"'), None]
         for key in ("packages", "packages-dev")
@@ -331,15 +332,16 @@ def extract_gemfile_lock(data: bytes) -> dict:
     return {"declared": [], "locked": [["gem", name, version, line, name in direct] for name, version, line in specs]}
 
 
+POSITIONS = "2"  # as in manifests.py: an entry's own line, not the first that names it
 SETUP_PY = Extractor("setup.py", "2", extract_setup_py)  # 2: names bound once to a literal; tests_require
 GO_MOD = Extractor("go.mod", VERSION, extract_go_mod)
 GO_SUM = Extractor("go.sum", VERSION, extract_go_sum)
-CARGO_TOML = Extractor("cargo.toml", VERSION, extract_cargo_toml)
-CARGO_LOCK = Extractor("cargo.lock", VERSION, extract_cargo_lock)
-POM = Extractor("pom.xml", VERSION, extract_pom)
-GRADLE_CATALOG = Extractor("gradle-catalog", VERSION, extract_gradle_catalog)
-CSPROJ = Extractor("csproj", VERSION, extract_csproj)
-NUGET_LOCK = Extractor("nuget-lock", VERSION, extract_nuget_lock)
-COMPOSER_JSON = Extractor("composer.json", VERSION, extract_composer_json)
+CARGO_TOML = Extractor("cargo.toml", POSITIONS, extract_cargo_toml)
+CARGO_LOCK = Extractor("cargo.lock", POSITIONS, extract_cargo_lock)
+POM = Extractor("pom.xml", POSITIONS, extract_pom)
+GRADLE_CATALOG = Extractor("gradle-catalog", POSITIONS, extract_gradle_catalog)
+CSPROJ = Extractor("csproj", POSITIONS, extract_csproj)
+NUGET_LOCK = Extractor("nuget-lock", POSITIONS, extract_nuget_lock)
+COMPOSER_JSON = Extractor("composer.json", POSITIONS, extract_composer_json)
 COMPOSER_LOCK = Extractor("composer.lock", VERSION, extract_composer_lock)
 GEMFILE_LOCK = Extractor("gemfile.lock", VERSION, extract_gemfile_lock)

@@ -5,8 +5,8 @@ compares them.
 
 PEP 508 requirements are read with ``packaging``, TOML with the standard ``tomllib``, YAML with PyYAML's safe
 loader, JSON with ``json``, ``setup.cfg`` with ``configparser``; ``yarn.lock`` version 1 has its own line format
-(no maintained Python parser), read here; version 2+ is YAML. Each output row carries the 1-based line it came
-from; for formats whose parser does not report positions, it is the first line that names the entry.
+(no maintained Python parser), read here; version 2+ is YAML. Each output row carries the 1-based line of its own
+entry, found by its path of keys where the parser reports no positions (``positions.py``).
 """
 
 import configparser
@@ -17,6 +17,7 @@ import tomllib
 from packaging.requirements import InvalidRequirement, Requirement
 
 from .base import Extractor, decode
+from .positions import Lines
 
 VERSION = "1"
 
@@ -27,44 +28,6 @@ _EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
 def pypi_name(name: str) -> str:
     """Return a PyPI project name normalised as PEP 503 compares them."""
     return _PYPI_NAME.sub("-", name).lower()
-
-
-class _Lines:
-    """First line that holds a needle, found by one scan per needle at most and remembered."""
-
-    def __init__(self, text: str):
-        self.lines = text.splitlines()
-        self.index: dict[str, int] | None = None
-
-    def of(self, needle: str, default: int = 1) -> int:
-        for number, line in enumerate(self.lines, start=1):
-            if needle in line:
-                return number
-        return default
-
-    def of_key(self, key: str, default: int = 1) -> int:
-        """Return the line of the first ``"key":`` (JSON) or ``key:`` (YAML) or ``name = "key"`` (TOML)."""
-        if self.index is None:
-            self.index = {}
-            for number, line in enumerate(self.lines, start=1):
-                stripped = line.strip()
-                for candidate in _keys_of(stripped):
-                    self.index.setdefault(candidate, number)
-        return self.index.get(key, default)
-
-
-def _keys_of(stripped: str):
-    if stripped.startswith('"') or stripped.startswith("'"):
-        quote = stripped[0]
-        end = stripped.find(quote, 1)
-        if end > 0:
-            yield stripped[1:end]
-    elif stripped.startswith("name = "):
-        yield stripped[7:].strip().strip('"').strip("'")
-    elif ":" in stripped:
-        yield stripped.split(":", 1)[0].strip()
-        if stripped.startswith("/"):
-            yield stripped.split(":", 1)[0].strip()[1:]
 
 
 def _requirement(text: str):
@@ -113,16 +76,18 @@ def extract_requirements(data: bytes) -> dict:
     return {"declared": [row[:3] + ["main", row[3]] for row in declared], "locked": []}
 
 
-def _pep508_list(values, scope, lines, declared):
+def _pep508_list(values, scope, lines, declared, first_line: int = 1):
+    """Add the rows of a list of PEP 508 strings, each at the first line from ``first_line`` on that holds it."""
     for value in values or ():
         if not isinstance(value, str):
             continue  # PEP 735 include-group tables
         parsed = _requirement(value)
         if parsed is not None:
-            declared.append(["pypi", parsed[0], parsed[1], scope, lines.of(value)])
+            declared.append(["pypi", parsed[0], parsed[1], scope, lines.of(value, first_line - 1)])
 
 
-def _poetry_table(table, scope, lines, declared):
+def _poetry_table(table, scope, lines, declared, path: tuple[str, ...]):
+    """Add the rows of a Poetry or Pipfile table of ``name = spec``, which is at ``path`` in the TOML document."""
     for name, value in (table or {}).items():
         if name.lower() == "python":
             continue
@@ -134,24 +99,24 @@ def _poetry_table(table, scope, lines, declared):
                 scope = "optional" if scope == "main" else scope
         else:
             spec = "*"  # a list of constraints by marker
-        declared.append(["pypi", pypi_name(name), spec, scope, lines.of(name)])
+        declared.append(["pypi", pypi_name(name), spec, scope, lines.toml_key(*path, name)])
 
 
 def extract_pyproject(data: bytes) -> dict:
     text = decode(data)
     document = tomllib.loads(text)
-    lines, declared = _Lines(text), []
+    lines, declared = Lines(text), []
     project = document.get("project") or {}
-    _pep508_list(project.get("dependencies"), "main", lines, declared)
+    _pep508_list(project.get("dependencies"), "main", lines, declared, lines.toml_key("project", "dependencies"))
     for extra, values in sorted((project.get("optional-dependencies") or {}).items()):
-        _pep508_list(values, f"optional:{extra}", lines, declared)
+        _pep508_list(values, f"optional:{extra}", lines, declared, lines.toml_key("project", "optional-dependencies", extra))
     for group, values in sorted((document.get("dependency-groups") or {}).items()):
-        _pep508_list(values, f"group:{group}", lines, declared)
+        _pep508_list(values, f"group:{group}", lines, declared, lines.toml_key("dependency-groups", group))
     poetry = (document.get("tool") or {}).get("poetry") or {}
-    _poetry_table(poetry.get("dependencies"), "main", lines, declared)
-    _poetry_table(poetry.get("dev-dependencies"), "dev", lines, declared)
+    for key, scope in (("dependencies", "main"), ("dev-dependencies", "dev")):
+        _poetry_table(poetry.get(key), scope, lines, declared, ("tool", "poetry", key))
     for group, table in sorted((poetry.get("group") or {}).items()):
-        _poetry_table((table or {}).get("dependencies"), f"group:{group}", lines, declared)
+        _poetry_table((table or {}).get("dependencies"), f"group:{group}", lines, declared, ("tool", "poetry", "group", group, "dependencies"))
     return {"declared": declared, "locked": []}
 
 
@@ -159,7 +124,7 @@ def extract_setup_cfg(data: bytes) -> dict:
     text = decode(data)
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     parser.read_string(text)
-    lines, declared = _Lines(text), []
+    lines, declared = Lines(text), []
 
     def entries(value):
         return [line.strip() for line in (value or "").splitlines() if line.strip() and not line.strip().startswith("#")]
@@ -175,30 +140,30 @@ def extract_setup_cfg(data: bytes) -> dict:
 def extract_pipfile(data: bytes) -> dict:
     text = decode(data)
     document = tomllib.loads(text)
-    lines, declared = _Lines(text), []
+    lines, declared = Lines(text), []
     for section, scope in (("packages", "main"), ("dev-packages", "dev")):
-        _poetry_table(document.get(section), scope, lines, declared)
+        _poetry_table(document.get(section), scope, lines, declared, (section,))
     return {"declared": declared, "locked": []}
 
 
 def extract_pipfile_lock(data: bytes) -> dict:
     text = decode(data)
     document = json.loads(text)
-    lines, locked = _Lines(text), []
+    lines, locked = Lines(text), []
     for section in ("default", "develop"):
         for name, entry in sorted((document.get(section) or {}).items()):
             version = str((entry or {}).get("version") or "").lstrip("=")
-            locked.append(["pypi", pypi_name(name), version, lines.of_key(name), None])
+            locked.append(["pypi", pypi_name(name), version, lines.json_key(section, name), None])
     return {"declared": [], "locked": locked}
 
 
 def extract_poetry_lock(data: bytes) -> dict:
     text = decode(data)
     document = tomllib.loads(text)
-    lines = _Lines(text)
+    at = Lines(text).array_tables("package", "name")
     locked = [
-        ["pypi", pypi_name(package["name"]), str(package.get("version", "")), lines.of_key(package["name"]), None]
-        for package in document.get("package") or ()
+        ["pypi", pypi_name(package["name"]), str(package.get("version", "")), at[index] if index < len(at) else 1, None]
+        for index, package in enumerate(document.get("package") or ())
         if isinstance(package, dict) and package.get("name")
     ]
     return {"declared": [], "locked": locked}
@@ -207,9 +172,9 @@ def extract_poetry_lock(data: bytes) -> dict:
 def extract_uv_lock(data: bytes) -> dict:
     text = decode(data)
     document = tomllib.loads(text)
-    lines = _Lines(text)
-    packages = [package for package in document.get("package") or () if isinstance(package, dict) and package.get("name")]
-    roots = [package for package in packages if {"editable", "virtual"} & set((package.get("source") or {}).keys())]
+    at = Lines(text).array_tables("package", "name")
+    packages = [(index, package) for index, package in enumerate(document.get("package") or ()) if isinstance(package, dict) and package.get("name")]
+    roots = [package for _, package in packages if {"editable", "virtual"} & set((package.get("source") or {}).keys())]
     direct = set()
     for root in roots:
         for dependency in root.get("dependencies") or ():
@@ -220,11 +185,11 @@ def extract_uv_lock(data: bytes) -> dict:
             direct.update(pypi_name(dependency.get("name", "")) for dependency in group)
     root_names = {pypi_name(root["name"]) for root in roots}
     locked = []
-    for package in packages:
+    for index, package in packages:
         name = pypi_name(package["name"])
         if name in root_names:
             continue
-        locked.append(["pypi", name, str(package.get("version", "")), lines.of_key(package["name"]), name in direct if roots else None])
+        locked.append(["pypi", name, str(package.get("version", "")), at[index] if index < len(at) else 1, name in direct if roots else None])
     return {"declared": [], "locked": locked}
 
 
@@ -243,10 +208,10 @@ def extract_package_json(data: bytes) -> dict:
     document = json.loads(text)
     if not isinstance(document, dict):
         raise ValueError("package.json is not an object")
-    lines, declared = _Lines(text), []
+    lines, declared = Lines(text), []
     for field, scope in NPM_SCOPES:
         for name, spec in sorted((document.get(field) or {}).items()):
-            declared.append(["npm", name, str(spec), scope, lines.of_key(name)])
+            declared.append(["npm", name, str(spec), scope, lines.json_key(field, name)])
     facts = {"declared": declared, "locked": []}
     if isinstance(document.get("name"), str):  # a package of its own: a workspace's imports of it stay in the repo
         facts["package"] = [document["name"], _package_entry(document)]
@@ -310,7 +275,7 @@ def _npm_name(path: str) -> str:
 def extract_package_lock(data: bytes) -> dict:
     text = decode(data)
     document = json.loads(text)
-    lines, locked = _Lines(text), []
+    lines, locked = Lines(text), []
     packages = document.get("packages")
     if isinstance(packages, dict):
         root = packages.get("") or {}
@@ -324,16 +289,16 @@ def extract_package_lock(data: bytes) -> dict:
                 continue  # a workspace package of this repository
             name = entry.get("name") or _npm_name(path)
             top_level = path.count("node_modules/") == 1 and path.startswith("node_modules/")
-            locked.append(["npm", name, str(entry.get("version", "")), lines.of_key(path), top_level and name in direct])
+            locked.append(["npm", name, str(entry.get("version", "")), lines.json_key("packages", path), top_level and name in direct])
         return {"declared": [], "locked": locked}
 
-    def walk(dependencies):
+    def walk(dependencies, path):
         for name, entry in sorted((dependencies or {}).items()):
             if isinstance(entry, dict):
-                locked.append(["npm", name, str(entry.get("version", "")), lines.of_key(name), None])
-                walk(entry.get("dependencies"))
+                locked.append(["npm", name, str(entry.get("version", "")), lines.json_key(*path, name), None])
+                walk(entry.get("dependencies"), (*path, name, "dependencies"))
 
-    walk(document.get("dependencies"))
+    walk(document.get("dependencies"), ("dependencies",))
     return {"declared": [], "locked": locked}
 
 
@@ -366,7 +331,7 @@ def _yarn_berry(text: str) -> dict:
     import yaml
 
     document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
-    lines, locked = _Lines(text), []
+    lines, locked = Lines(text), []
     for key, entry in sorted(document.items(), key=lambda item: str(item[0])):
         if key == "__metadata" or not isinstance(entry, dict):
             continue
@@ -374,7 +339,7 @@ def _yarn_berry(text: str) -> dict:
             continue
         names = sorted({_npm_spec_name(part) for part in str(key).split(",") if part.strip()})
         for name in names:
-            locked.append(["npm", name, str(entry.get("version", "")), lines.of_key(str(key)), None])
+            locked.append(["npm", name, str(entry.get("version", "")), lines.yaml_key(str(key)), None])
     return {"declared": [], "locked": locked}
 
 
@@ -392,7 +357,7 @@ def extract_pnpm_lock(data: bytes) -> dict:
 
     text = decode(data)
     document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
-    lines, locked = _Lines(text), []
+    lines, locked = Lines(text), []
     direct: dict[str, set] = {}
     importers = document.get("importers") or {".": document}
     for importer in importers.values():
@@ -405,19 +370,22 @@ def extract_pnpm_lock(data: bytes) -> dict:
         name, version = _pnpm_key(str(key))
         if not name:
             continue
-        locked.append(["npm", name, version, lines.of_key(str(key)), version in direct.get(name, ())])
+        locked.append(["npm", name, version, lines.yaml_key(str(key)), version in direct.get(name, ())])
     return {"declared": [], "locked": locked}
 
 
+# The ``POSITIONS`` version of each extractor below whose rows took the line of the first mention of a name, not
+# of the entry itself (a package among another's dependencies in a lockfile, one name in two tables).
+POSITIONS = "2"
 REQUIREMENTS = Extractor("requirements", VERSION, extract_requirements)
-PYPROJECT = Extractor("pyproject", VERSION, extract_pyproject)
+PYPROJECT = Extractor("pyproject", POSITIONS, extract_pyproject)
 SETUP_CFG = Extractor("setup.cfg", VERSION, extract_setup_cfg)
-PIPFILE = Extractor("pipfile", VERSION, extract_pipfile)
-PIPFILE_LOCK = Extractor("pipfile.lock", VERSION, extract_pipfile_lock)
-POETRY_LOCK = Extractor("poetry.lock", VERSION, extract_poetry_lock)
-UV_LOCK = Extractor("uv.lock", VERSION, extract_uv_lock)
-PACKAGE_JSON = Extractor("package.json", "2", extract_package_json)
+PIPFILE = Extractor("pipfile", POSITIONS, extract_pipfile)
+PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
+POETRY_LOCK = Extractor("poetry.lock", POSITIONS, extract_poetry_lock)
+UV_LOCK = Extractor("uv.lock", POSITIONS, extract_uv_lock)
+PACKAGE_JSON = Extractor("package.json", "3", extract_package_json)  # 2: the package's own name and entry; 3: positions
 TSCONFIG = Extractor("tsconfig", VERSION, extract_tsconfig)
-PACKAGE_LOCK = Extractor("package-lock", VERSION, extract_package_lock)
-YARN_LOCK = Extractor("yarn.lock", VERSION, extract_yarn_lock)
-PNPM_LOCK = Extractor("pnpm-lock", VERSION, extract_pnpm_lock)
+PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)
+YARN_LOCK = Extractor("yarn.lock", POSITIONS, extract_yarn_lock)
+PNPM_LOCK = Extractor("pnpm-lock", POSITIONS, extract_pnpm_lock)
