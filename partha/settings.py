@@ -129,6 +129,19 @@ def _count(name, *, default):
     return int(text)
 
 
+def _patterns(name, *, default):
+    """Return the environment variable ``name`` as a list of gitignore patterns, each one git can match."""
+    import pathspec
+
+    patterns = env.list(name, default=default)
+    for pattern in patterns:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern])
+        except ValueError:
+            raise ImproperlyConfigured(f"{name} holds {pattern!r}, which is not a gitignore pattern git can match.") from None
+    return patterns
+
+
 ANALYSIS_JOBS = {
     "LEASE_SECONDS": env.float("ANALYSIS_LEASE_SECONDS", default=30.0),
     "HEARTBEAT_SECONDS": env.float("ANALYSIS_HEARTBEAT_SECONDS", default=0.0) or None,  # None: a third of the lease
@@ -146,7 +159,7 @@ ANALYSIS_JOBS = {
     "FAULT_CHECKPOINT": env.str("ANALYSIS_FAULT_CHECKPOINT", default=""),
     # What the pipeline reads (see analysis_jobs.pipeline.config). Sizes are bytes.
     # gitignore-style patterns skipped in every source; setting ANALYSIS_EXCLUDE replaces the defaults.
-    "EXCLUDE": env.list("ANALYSIS_EXCLUDE", default=[
+    "EXCLUDE": _patterns("ANALYSIS_EXCLUDE", default=[
         ".git/", "node_modules/", "bower_components/", ".venv/", "venv/", "__pycache__/", "*.py[cod]", ".tox/",
         ".nox/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", "build/", "dist/", "*.egg-info/", ".eggs/",
         ".next/", ".nuxt/", "coverage/", "htmlcov/", ".terraform/", "target/",

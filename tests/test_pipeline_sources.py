@@ -45,6 +45,17 @@ def test_default_and_gitignore_exclusions_skip_vendored_generated_and_ignored_pa
     assert files(result) == [".gitignore", "app.py", "docs/.gitignore", "docs/final.md", "draft.md", "keep.log"]
 
 
+def test_a_gitignore_pattern_git_cannot_match_is_skipped_as_git_skips_it(tmp_path):
+    # black's test data holds a .gitignore of "!" alone; pathspec refuses it, and it failed the whole analysis.
+    root = write_tree(tmp_path / "r", {
+        ".gitignore": "!\n*.log\ncache\\\n", "a.log": "", "b.txt": "", "cache": "", "cache\\": "",
+    })
+    git(root, "init", "-q")
+    ignored = git(root, "status", "--porcelain", "--ignored", "-z").split("\0")
+    assert "!! a.log" in ignored and "?? cache\\" in ignored  # git: "!" and the trailing backslash match nothing
+    assert files(analyse(root)) == [".gitignore", "b.txt", "cache", "cache\\"]
+
+
 def test_gitignore_can_be_turned_off_and_the_defaults_replaced(tmp_path):
     root = write_tree(tmp_path / "r", {".gitignore": "*.log\n", "a.log": "", "node_modules/x.js": "", "b.tmp": ""})
     result = analyse(root, exclude=("*.tmp",), honour_gitignore=False)

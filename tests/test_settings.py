@@ -44,3 +44,12 @@ def test_a_process_count_comes_from_the_environment(monkeypatch):
     assert _count("ANALYSIS_EXTRACT_PROCESSES", default=1) == 3
     monkeypatch.delenv("ANALYSIS_EXTRACT_PROCESSES")
     assert _count("ANALYSIS_EXTRACT_PROCESSES", default=1) == 1
+
+
+@pytest.mark.parametrize("value", ["!", "dist/,cache\\"])
+def test_an_exclude_pattern_git_cannot_match_stops_the_command_with_one_line(value, tmp_path):
+    env = {**os.environ, "ANALYSIS_EXCLUDE": value, "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3"}
+    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "runworker", "--burst"], env=env, capture_output=True, text=True)
+    assert done.returncode == 1
+    bad = value.rsplit(",", 1)[-1]
+    assert done.stderr == f"Error: ANALYSIS_EXCLUDE holds {bad!r}, which is not a gitignore pattern git can match.\n"

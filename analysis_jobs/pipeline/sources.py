@@ -83,6 +83,14 @@ def symlink_stays_inside(link: str, target: bytes) -> bool:
     return resolved != ".." and not resolved.startswith("../")
 
 
+def _matchable(line: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line])
+    except ValueError:
+        return False
+    return True
+
+
 class _Rules:
     """One gitignore file's patterns (``pathspec``), with a one-regex fast path when none re-includes.
 
@@ -90,8 +98,14 @@ class _Rules:
     opens with it once, so a path's slashes are tried once for all of them rather than once per pattern.
     """
 
-    def __init__(self, lines: list[str]):
-        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    def __init__(self, lines: list[str], *, as_git: bool = False):
+        """``as_git``: skip a pattern git cannot match (``!`` alone, a trailing ``\\``), as git does, not fail."""
+        try:
+            self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        except ValueError:
+            if not as_git:
+                raise
+            self.spec = pathspec.GitIgnoreSpec.from_lines(line for line in lines if _matchable(line))
         patterns = [pattern for pattern in self.spec.patterns if pattern.include is not None and pattern.regex is not None]
         self.empty = not patterns
         self.combined = None
@@ -120,7 +134,7 @@ class Exclusions:
 
     def add_gitignore(self, directory: str, data: bytes) -> None:
         if self.honour_gitignore:
-            rules = _Rules(data.decode("utf-8", errors="replace").splitlines())
+            rules = _Rules(data.decode("utf-8", errors="replace").splitlines(), as_git=True)
             if not rules.empty:
                 self.specs[directory] = rules
 
