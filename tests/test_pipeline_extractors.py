@@ -305,7 +305,7 @@ def test_dockerfile_compose_and_terraform(tmp_path):
         ),
     })
     result = analyse(root)
-    assert result.targets("file:Dockerfile", "uses_image") == ["img:gcr.io/distroless/python3", "img:python:${V}-slim"]
+    assert result.targets("file:Dockerfile", "uses_image") == ["img:gcr.io/distroless/python3", "img:python:3.12-slim"]
     assert result.targets("file:docker/Dockerfile.worker", "uses_image") == []
     web, db = result.nodes["compose:docker-compose.yml#web"], result.nodes["compose:docker-compose.yml#db"]
     assert (web["attrs"], evidence(web)) == ({"build": ".", "name": "web"}, [("docker-compose.yml", [2, 4], "compose")])
@@ -319,5 +319,5 @@ def test_dockerfile_compose_and_terraform(tmp_path):
         "tf:infra:data.aws_ami.ubuntu": ("terraform_data", {"name": "ubuntu", "source": "", "type": "aws_ami"}, [13, 13]),
     }
     assert result.summary["iac"] == {
-        "compose_services": 2, "images": ["gcr.io/distroless/python3", "postgres:16", "python:${V}-slim"], "terraform": 4,
+        "compose_services": 2, "images": ["gcr.io/distroless/python3", "postgres:16", "python:3.12-slim"], "terraform": 4,
     }

@@ -14,6 +14,32 @@ def edge_rows(result, kind):
 # -- Dockerfile ------------------------------------------------------------------------------------------------
 
 
+def test_a_base_image_takes_the_arg_defaults_declared_before_the_first_from(tmp_path):
+    # kopf's shape: the Python version and variant are global ARGs, so the image is python:3.15-slim unless a
+    # build says otherwise; the text as written stays on the edge.
+    root = write_tree(tmp_path / "r", {
+        "Dockerfile": (
+            "ARG PYTHON_VERSION=3.15\n"
+            'ARG VARIANT="slim"\n'
+            "ARG REGISTRY\n"
+            "FROM python:${PYTHON_VERSION}-${VARIANT} AS Builder\n"
+            "ARG LATE=9\n"  # after the first FROM: a stage's own ARG, which no FROM sees
+            "FROM ${MIRROR:-docker.io}/library/redis:7\n"
+            "FROM alpine:$LATE\n"
+            "FROM $REGISTRY/app:${VARIANT:+stable}\n"  # REGISTRY has no default: only the build knows
+            "FROM builder\n"  # the stage, named without its case
+        ),
+    })
+    assert edge_rows(analyse(root), "uses_image") == [
+        ("file:Dockerfile", "img:$REGISTRY/app:${VARIANT:+stable}", {"stage": ""}, [("Dockerfile", [8, 8], "dockerfile")]),
+        ("file:Dockerfile", "img:alpine:$LATE", {"stage": ""}, [("Dockerfile", [7, 7], "dockerfile")]),
+        ("file:Dockerfile", "img:docker.io/library/redis:7", {"stage": "", "written": "${MIRROR:-docker.io}/library/redis:7"},
+         [("Dockerfile", [6, 6], "dockerfile")]),
+        ("file:Dockerfile", "img:python:3.15-slim", {"stage": "Builder", "written": "python:${PYTHON_VERSION}-${VARIANT}"},
+         [("Dockerfile", [4, 4], "dockerfile")]),
+    ]
+
+
 def test_a_dockerfile_without_a_final_newline_parses_cleanly(tmp_path):
     root = write_tree(tmp_path / "r", {
         "Dockerfile": b"FROM python:3.12-slim AS base\nRUN pip install \\\n  gunicorn\nCMD [\"gunicorn\"]",

@@ -8,11 +8,12 @@ compose files with PyYAML's safe composer, whose nodes carry their marks.
 """
 
 import functools
+import re
 import warnings
 
 from .base import Extractor, first_syntax_error
 
-DOCKERFILE_VERSION = "2"  # 2: a file without a final newline parses cleanly
+DOCKERFILE_VERSION = "3"  # 2: a file without a final newline parses cleanly; 3: ARG defaults put in
 COMPOSE_VERSION = "1"
 TERRAFORM_VERSION = "2"  # 2: variables, outputs, required providers and registry modules
 TERRAFORM_BLOCKS = {"resource", "data", "module", "provider", "variable", "output"}
@@ -40,21 +41,71 @@ def _first_error_line(root) -> int:
     return error.start_point.row + 1 if error is not None else 1
 
 
+_EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([-+])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _arg(instruction) -> tuple[str, str | None]:
+    """Return an ``ARG`` instruction's name and default (None when it has none)."""
+    parts = [child for child in instruction.named_children]
+    name = _text(parts[0]) if parts else ""
+    if len(parts) < 2:
+        return name, None
+    default = _text(parts[1])
+    if parts[1].type in ("double_quoted_string", "single_quoted_string"):
+        default = default[1:-1]
+    return name, default
+
+
+def _expanded(text: str, defaults: dict[str, str | None]) -> str | None:
+    """Return ``text`` with the global ``ARG`` defaults put in, as a build without ``--build-arg`` sees it.
+
+    ``${NAME:-word}`` is ``word`` where NAME has no value, ``${NAME:+word}`` ``word`` where it has one. None when
+    a variable has no default: only the build that sets it knows the image.
+    """
+    unknown = False
+
+    def value(match):
+        nonlocal unknown
+        name, operator, word = match.group(1) or match.group(4), match.group(2), match.group(3)
+        known = defaults.get(name)
+        if operator == "-":
+            return known or word
+        if operator == "+":
+            return word if known else ""
+        if known is None:
+            unknown = True
+            return ""
+        return known
+
+    expanded = _EXPANSION.sub(value, text)
+    return None if unknown else expanded
+
+
 def extract_dockerfile(data: bytes) -> dict:
+    """Each stage's base image, with the ``ARG`` defaults declared before the first ``FROM`` put in (the only
+    ones a ``FROM`` sees); an image that names an earlier stage, or ``scratch``, is none."""
     # The grammar wants every instruction to end with a newline; one added after the last line moves no line.
     root = grammar_parser("dockerfile").parse(data if data.endswith(b"\n") else data + b"\n").root_node
-    images, stages = [], set()
+    images, stages, defaults, global_scope = [], set(), {}, True
     for instruction in root.named_children:
+        if instruction.type == "arg_instruction" and global_scope:
+            name, default = _arg(instruction)
+            defaults[name] = default
         if instruction.type != "from_instruction":
             continue
+        global_scope = False
         spec = next((child for child in instruction.named_children if child.type == "image_spec"), None)
         alias = next((child for child in instruction.named_children if child.type == "image_alias"), None)
         if spec is not None:
-            image = _text(spec).strip()
-            if image.lower() != "scratch" and image not in stages:
-                images.append([image, instruction.start_point.row + 1, _text(alias) if alias is not None else ""])
+            written = _text(spec).strip()
+            image = _expanded(written, defaults) if "$" in written else written
+            if image is None:
+                image = written
+            if image.lower() != "scratch" and image.lower() not in stages:
+                row = [image, instruction.start_point.row + 1, _text(alias) if alias is not None else ""]
+                images.append(row + [written] if image != written else row)
         if alias is not None:
-            stages.add(_text(alias))
+            stages.add(_text(alias).lower())  # stage names compare without case
     result = {"images": images}
     if root.has_error:
         result["error"] = ["Dockerfile syntax error", _first_error_line(root)]

@@ -9,9 +9,10 @@ from .family import Family, evidence, whole_file
 class Iac(Family):
     def emit(self, record, facts, graph):
         file_id = f"file:{record.path}"
-        for image, line, stage in facts.get("images", ()):
+        for image, line, stage, *written in facts.get("images", ()):  # written: the text, where ARG defaults went in
             target = graph.node(f"img:{image}", "image", {"ref": image})
-            graph.edge(file_id, "uses_image", target, {"stage": stage}, evidence(record, line))
+            attrs = {"stage": stage, "written": written[0]} if written else {"stage": stage}
+            graph.edge(file_id, "uses_image", target, attrs, evidence(record, line))
         for name, image, build, first, last in facts.get("services", ()):
             service = graph.node(f"compose:{record.path}#{name}", "compose_service", {"name": name, "build": build},
                                  evidence(record, first, last))
