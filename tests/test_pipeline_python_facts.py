@@ -130,21 +130,37 @@ def test_a_dotted_import_maps_to_the_declared_distribution_its_longest_prefix_na
     })
     result = analyse(root)
     assert result.targets("mod:py:app", "imports") == [
-        "dep:pypi:azure", "dep:pypi:azure-identity", "dep:pypi:azure-storage-queue", "dep:pypi:django"]
+        "dep:pypi:azure-core", "dep:pypi:azure-identity", "dep:pypi:azure-storage-queue", "dep:pypi:django"]
     assert result.nodes["dep:pypi:azure-storage-queue"]["attrs"]["declared"] is True
-    assert result.nodes["dep:pypi:azure"]["attrs"]["declared"] is False  # azure-core comes with them, undeclared
+    assert result.nodes["dep:pypi:azure-core"]["attrs"]["declared"] is False  # it comes with them, undeclared
 
 
 @pytest.mark.parametrize(("imported", "distribution"), [
     ("socks", "pysocks"), ("railroad", "railroad-diagrams"), ("PIL.Image", "pillow"), ("google.protobuf", "protobuf"),
     ("zope.interface", "zope-interface"), ("backports.zoneinfo", "backports-zoneinfo"), ("win32con", "pywin32"),
-    ("bson", "pymongo"),
+    ("bson", "pymongo"), ("google.genai.types", "google-genai"), ("google.cloud.storage", "google-cloud-storage"),
+    ("google.oauth2.credentials", "google-auth"), ("azure.mgmt.compute", "azure-mgmt-compute"),
+    ("opentelemetry.trace", "opentelemetry-api"), ("opentelemetry.sdk.trace.export", "opentelemetry-sdk"),
+    ("opentelemetry.instrumentation.django", "opentelemetry-instrumentation-django"), ("cog", "cogapp"),
+    ("xdist.plugin", "pytest-xdist"), ("markdown_it", "markdown-it-py"), ("factory.django", "factory-boy"),
 ])
 def test_an_undeclared_import_name_maps_to_its_known_distribution(tmp_path, imported, distribution):
     # pip's vendored urllib3 imports socks, and pyparsing railroad, where nothing declares them; pytest imports zope.interface.
     result = analyse(write_tree(tmp_path / "r", {"app.py": f"import {imported}\n"}))
     assert result.targets("mod:py:app", "imports") == [f"dep:pypi:{distribution}"]
     assert result.nodes[f"dep:pypi:{distribution}"]["attrs"]["declared"] is False
+
+
+def test_names_imported_from_a_namespace_package_are_the_distributions_modules(tmp_path):
+    # sentry-sdk's shapes: from google import genai; from opentelemetry import trace; from google.cloud import storage.
+    result = analyse(write_tree(tmp_path / "r", {"app.py": (
+        "from google import genai\nfrom opentelemetry import trace, context\n"
+        "from google.cloud import storage, pubsub\nfrom zope import interface\nfrom requests import Session\n"
+    )}))
+    assert result.targets("mod:py:app", "imports") == [
+        "dep:pypi:google-cloud-pubsub", "dep:pypi:google-cloud-storage", "dep:pypi:google-genai",
+        "dep:pypi:opentelemetry-api", "dep:pypi:requests", "dep:pypi:zope-interface",
+    ]
 
 
 def test_the_lockfile_names_the_distribution_of_a_transitive_import(tmp_path):

@@ -38,7 +38,10 @@ from .python import Python
 # missing one), and requirements files at any depth of a ``requirements`` folder, ``extras/`` ones scoped
 # ``optional:NAME``, and a dotted import to the declared distribution its longest prefix names
 # (``azure.storage.queue``), found analysing pip's, setuptools', pytest's, Playwright's, celery's and kombu's sources.
-VERSION = "3"
+# 4: namespaces of more than one component (``google.cloud.storage``), ``from google import genai`` as the
+# ``google-genai`` module, OpenTelemetry's API modules, and more import names (``cog``, ``xdist``, ``factory``),
+# found analysing sentry-sdk's, coverage's and black's sources.
+VERSION = "4"
 
 
 class Linker:

@@ -48,14 +48,45 @@ IMPORT_TO_DISTRIBUTION = {
     "pythonjsonlogger": "python-json-logger", "telegram": "python-telegram-bot", "win32con": "pywin32",
     "win32com": "pywin32", "win32file": "pywin32", "win32event": "pywin32", "pywintypes": "pywin32",
     "bson": "pymongo", "cassandra": "cassandra-driver", "memcache": "python-memcached",
+    "github": "pygithub", "gitlab": "python-gitlab", "jenkins": "python-jenkins", "consul": "python-consul",
+    "factory": "factory-boy", "vcr": "vcrpy", "hamcrest": "pyhamcrest", "xdist": "pytest-xdist", "cog": "cogapp",
+    "decouple": "python-decouple", "socketio": "python-socketio", "engineio": "python-engineio",
+    "pptx": "python-pptx", "mpl_toolkits": "matplotlib", "markdown_it": "markdown-it-py", "OpenGL": "pyopengl",
+    "Bio": "biopython", "snappy": "python-snappy", "cairo": "pycairo", "argon2": "argon2-cffi",
+    "speech_recognition": "speechrecognition", "opensearchpy": "opensearch-py", "umap": "umap-learn",
+    "pdfminer": "pdfminer-six", "strawberry": "strawberry-graphql", "material": "mkdocs-material",
+    "ldclient": "launchdarkly-server-sdk", "openfeature": "openfeature-sdk", "agents": "openai-agents",
+    "discord": "discord-py", "slack": "slackclient",
+    "google.oauth2": "google-auth", "google.api": "googleapis-common-protos", "google.rpc": "googleapis-common-protos",
+    "google.type": "googleapis-common-protos", "google.longrunning": "googleapis-common-protos",
+    # OpenTelemetry's API is one distribution of many modules; its SDK, exporters and instrumentations are not.
+    **{f"opentelemetry.{name}": "opentelemetry-api" for name in (
+        "trace", "context", "propagate", "propagators", "baggage", "metrics", "util", "attributes", "_logs",
+        "environment_variables", "version",
+    )},
+    "opentelemetry.instrumentation.utils": "opentelemetry-instrumentation",
+    "opentelemetry.instrumentation.instrumentor": "opentelemetry-instrumentation",
 }
-# Namespace packages whose distributions are named for two components: ``zope.interface``, ``backports.zoneinfo``.
-NAMESPACE_HEADS = frozenset({"backports", "flufl", "jaraco", "oslo", "repoze", "ruamel", "sphinxcontrib", "zc", "zope"})
+# Namespace packages whose distributions are named for one more component than the namespace has:
+# ``zope.interface``, ``backports.zoneinfo``, ``google.genai``, ``google.cloud.storage``, ``azure.mgmt.compute``.
+NAMESPACE_HEADS = frozenset({
+    "backports", "flufl", "jaraco", "oslo", "repoze", "ruamel", "sphinxcontrib", "zc", "zope", "dogpile",
+    "google", "google.cloud", "azure", "azure.ai", "azure.keyvault", "azure.mgmt", "azure.monitor", "azure.search",
+    "azure.storage", "opentelemetry", "opentelemetry.exporter", "opentelemetry.instrumentation",
+})
 # How a distribution's name is made from its import name: ``django-`` + ``taggit``, ``graphql`` + ``-core``.
 DISTRIBUTION_PREFIXES = ("python-", "django-", "flask-", "py")
 DISTRIBUTION_SUFFIXES = ("-core", "-python", "-py", "-binary", "-client")
 PACKAGE_FILES = ("__init__.py", "__init__.pyi")
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "manage.py")
+
+
+def _namespace(base: list[str]) -> int:
+    """Return how many leading components of ``base`` are the longest namespace it is inside (0 for none)."""
+    for end in range(len(base) - 1, 0, -1):
+        if ".".join(base[:end]) in NAMESPACE_HEADS:
+            return end
+    return 0
 
 
 def is_python(record) -> bool:
@@ -232,7 +263,10 @@ class Python(Family):
                 other_names = True
             else:
                 targets.append(self.names.node_id(found))
-        if other_names or not targets:
+        if other_names and not level and names and "*" not in names and _namespace([*base, ""]) == len(base):
+            # ``from google import genai``: what a namespace package holds are other distributions' modules.
+            targets.extend(self._module(graph, [*base, name], level, find) for name in names if find(".".join([*base, name])) is None)
+        elif other_names or not targets:
             targets.append(self._module(graph, base, level, find))
         return targets
 
@@ -264,7 +298,8 @@ class Python(Family):
         for name in (*prefixes, pypi_name(public)):
             if name in self.distributions:
                 return self.distributions[name]
-        known = IMPORT_TO_DISTRIBUTION.get(".".join(base[:2])) or IMPORT_TO_DISTRIBUTION.get(head)
-        if known:
-            return known
-        return pypi_name(".".join(base[:2]) if head in NAMESPACE_HEADS and len(base) > 1 else public)
+        for end in range(len(base), 0, -1):
+            if known := IMPORT_TO_DISTRIBUTION.get(".".join(base[:end])):
+                return known
+        namespace = _namespace(base)
+        return pypi_name(".".join(base[:namespace + 1]) if namespace else public)
