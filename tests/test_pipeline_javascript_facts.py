@@ -90,3 +90,49 @@ def test_fetch_records_its_method_option(tmp_path):
     result = analyse(root)
     methods = {edge["dst"]: edge["attrs"]["method"] for edge in result.edges if edge["kind"] == "calls"}
     assert methods == {"svc:api.example.com": "POST", "svc:cdn.example.com": "GET", "svc:dyn.example.com": "*"}
+
+
+def test_typescript_that_the_grammar_does_not_know_parses_with_its_facts(tmp_path):
+    # Shapes from published packages (zod, effect, rxjs, typeorm) that tsc accepts and tree-sitter-typescript
+    # 0.23 did not: each gave a parse-error diagnostic, and some lost their exports.
+    root = write_tree(tmp_path / "r", {
+        "errors.ts": "export type E = 1;\n", "types.ts": "export type T = 1;\n", "o.ts": "export type O<A> = A;\n",
+        "index.d.ts": (
+            'export type * from "./errors";\n'  # TypeScript 5.0
+            'export type * as types from "./types";\n'
+            "export interface $ZodCheck<in T = never> {}\n"  # zod: variance with a default
+            "export interface Cache<in out Key, in out A, out R = never> extends Base {}\n"  # effect
+            "export declare const filter: <Input, const Tag extends string>(tag: Tag) => Input;\n"
+            "export interface Shape<\n  /** @ts-ignore Cast variance */\n  out S extends object = {},\n> {}\n"
+            'export declare function schedule<T>(input: PromiseLike<T>): import("./o").O<T>;\n'  # rxjs' declaration emit
+            "export declare namespace Types {}\n"
+        ),
+        "dual.ts": (  # effect's overloads: each generic call signature on a line of its own, no ";" between
+            "export const map: {\n"
+            "  <A, B>(f: (a: A) => B): (self: Array<A>) => Array<B>\n"
+            "  /** data first */\n"
+            "  <A, B>(self: Array<A>, f: (a: A) => B): Array<B>\n"
+            "} = dual\n"
+            "export const curried =\n  <E>(e: E) =>\n  <A>(a: A): [E, A] => [e, a]\n"  # the arrow's line break is no ";"
+        ),
+        "broken.ts": "export interface Bad<in T = > {}\n",  # still an error
+    })
+    result = analyse(root)
+    assert sorted(node_id for node_id in result.of_kind("diagnostic")) == ["diag:parse-error:broken.ts"]
+    attrs = {edge["dst"]: edge.get("attrs", {}) for edge in result.edges_from("mod:js:index.d.ts", "imports")}
+    assert attrs == {"mod:js:errors.ts": {"type_only": True}, "mod:js:types.ts": {"type_only": True}, "mod:js:o.ts": {"type_only": True}}
+    assert result.targets("mod:js:index.d.ts", "exports") == [
+        "sym:js:index.d.ts#$ZodCheck", "sym:js:index.d.ts#Cache", "sym:js:index.d.ts#Shape", "sym:js:index.d.ts#Types",
+        "sym:js:index.d.ts#filter", "sym:js:index.d.ts#schedule", "sym:js:index.d.ts#types",
+    ]
+    assert result.nodes["sym:js:index.d.ts#schedule"]["attrs"] == {"declares": "function", "name": "schedule"}
+    assert result.targets("mod:js:dual.ts", "exports") == ["sym:js:dual.ts#curried", "sym:js:dual.ts#map"]
+
+
+def test_a_reserved_word_may_be_an_exported_name(tmp_path):
+    # zod's v3/types.js: export { nullType as null, ... }; tree-sitter-javascript 0.25 took the name for an error.
+    root = write_tree(tmp_path / "r", {"types.js": "const nullType = 1, c = 2;\nexport { nullType as null, c as catch, c as any };\n"})
+    result = analyse(root)
+    assert not result.of_kind("diagnostic")
+    assert result.targets("mod:js:types.js", "exports") == ["sym:js:types.js#any", "sym:js:types.js#catch", "sym:js:types.js#null"]
+

@@ -35,14 +35,14 @@ def http_target(url: str | None) -> list[str] | None:
 
 def first_syntax_error(root, tolerated: Callable[[object], bool] = lambda node: False):
     """Return the first node of the tree-sitter tree ``root``, in source order, that is an error or a missing token
-    and not ``tolerated`` (an error node the grammar reports where the language allows the syntax), or None.
+    and not ``tolerated`` (one the grammar reports where the language allows the syntax), or None.
 
     Only subtrees that hold an error are descended into.
     """
     pending = [root]
     while pending:
         node = pending.pop()
-        if node.is_missing or (node.is_error and not tolerated(node)):
+        if (node.is_missing or node.is_error) and not tolerated(node):
             return node
         pending.extend(reversed([child for child in node.children if child.has_error or child.is_missing]))
     return None

@@ -15,7 +15,9 @@ import warnings
 from .base import Extractor, first_syntax_error, http_target
 
 # 3: ``keyof readonly T[]`` parses (TypeScript's own ``lib.es2015.symbol.wellknown.d.ts`` was a parse error).
-VERSION = "3"
+# 4: ``export declare`` declarations are exports; ``export type *``, variance modifiers with a constraint or a
+# default, ``import("./o").O<T>`` and ``export { x as null }`` parse; an import type is ``type_only``.
+VERSION = "4"
 
 QUERIES = """
 (import_statement source: (string) @import)
@@ -41,6 +43,7 @@ DECLARATIONS = {
     "interface_declaration": "interface",
     "type_alias_declaration": "type",
     "enum_declaration": "enum",
+    "internal_module": "namespace",
 }
 
 
@@ -70,18 +73,57 @@ def parser(dialect: str):
 
 VARIANCE = ("in", "out")
 KEYOF_READONLY = re.compile(rb"\bkeyof(\s+)readonly\b")
+# TypeScript 4.7's variance modifiers on a type parameter that has a constraint or a default, or both modifiers
+# (``<in T = never>``, ``<in out K extends string>``), and 5.0's ``const`` ones (``<const T extends Tags>``):
+# tree-sitter-typescript 0.23 knows ``<in T>`` alone. A block comment may stand before the modifier (zod's
+# ``/** @ts-ignore Cast variance */``).
+VARIANCE_MODIFIERS = re.compile(
+    rb"(?<=[<,])((?:\s|/\*(?:[^*]|\*(?!/))*\*/)*)(in\s+out|in|out|const)"
+    rb"(?=\s+[A-Za-z_$][\w$]*\s*(?:[,>=]|extends\b))"
+)
+# A generic call signature on a line of its own after a member with no ``;`` (effect's overloads,
+# ``{ <A>(self: A): B`` then ``<A, B>(self: A, b: B): C }``): the grammar reads the line break as ``A < A, B > (...)``.
+# The rewrite puts the ``;`` that a line break stands for after the last token before the signature (not after
+# an arrow's ``=>``: ``(a) =>`` then ``<B>(b: B) => ...`` is a curried generic function).
+GENERIC_SIGNATURE = re.compile(
+    rb"([\w$)\]}'\"`]|(?<!=)>)((?:[ \t]*//[^\n]*)?[ \t]*\n(?:\s|/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*\n)*)"
+    rb"(?=<\s*[A-Za-z_$][\w$]*\s*(?:[,>=]|extends\b))"
+)
+# TypeScript 5.0's ``export type * from "x"`` and ``export type * as ns from "x"``.
+EXPORT_TYPE_STAR = re.compile(rb"\bexport(\s+)type(\s*)\*(?:\s+as\s+([A-Za-z_$][\w$]*))?(?=\s+from\b)")
+
+
+def _export_type_star(found) -> bytes:
+    names = found[3] or b""
+    return b"export" + found[1] + b"type" + found[2] + b"{" + names + b"}"
 
 
 def _parse(dialect: str, parser, data: bytes):
-    """Return ``data``'s tree. tree-sitter-typescript 0.23 cannot parse ``keyof readonly T[]``; where that failed,
-    the file is parsed again with each such ``readonly`` blanked, which leaves every offset and every fact the
-    same (none depends on the modifier; only a string holding those very words would read differently)."""
+    """Return ``data``'s tree. Where the first parse failed, the file is parsed again with what
+    tree-sitter-typescript 0.23 cannot parse written as what it can, keeping every line and every fact:
+
+    - ``keyof readonly T[]``: the ``readonly`` blanked (no fact depends on the modifier);
+    - ``<in out K extends string>``, ``<in T = never>`` and ``<const T>``: the modifiers blanked;
+    - ``export type * from "x"`` as ``export type {} from "x"``, and ``export type * as ns from "x"`` as
+      ``export type {ns} from "x"``: the same type-only import of ``x``, and the same name exported;
+    - a generic call signature on a line of its own (``<A, B>(f: (a: A) => B): C``) after a member the line
+      break ends: a ``;`` put after that member, where the line break stands for one (TypeScript, not TSX).
+
+    Only a string or comment holding those very words would read differently.
+    """
     tree = parser.parse(data)
-    if dialect != "javascript" and tree.root_node.has_error and b"readonly" in data:
-        blanked = KEYOF_READONLY.sub(lambda found: b"keyof" + found[1] + b" " * len(b"readonly"), data)
-        if blanked != data:
-            return parser.parse(blanked)
-    return tree
+    if dialect == "javascript" or not tree.root_node.has_error:
+        return tree
+    rewritten = data
+    if b"readonly" in rewritten:
+        rewritten = KEYOF_READONLY.sub(lambda found: b"keyof" + found[1] + b" " * len(b"readonly"), rewritten)
+    if b"in" in rewritten or b"out" in rewritten or b"const" in rewritten:
+        rewritten = VARIANCE_MODIFIERS.sub(lambda found: found[1] + re.sub(rb"\S", b" ", found[2]), rewritten)
+    if b"type" in rewritten:
+        rewritten = EXPORT_TYPE_STAR.sub(_export_type_star, rewritten)
+    if dialect == "typescript" and b"\n" in rewritten:  # in TSX a line that opens with "<" is an element
+        rewritten = GENERIC_SIGNATURE.sub(rb"\1;\2", rewritten)
+    return parser.parse(rewritten) if rewritten != data else tree
 
 
 def _is_variance_annotation(error) -> bool:
@@ -93,6 +135,50 @@ def _is_variance_annotation(error) -> bool:
         and before is not None and before.type == "type_parameter" and _text(before) in VARIANCE
         and all(child.type == "identifier" for child in error.named_children)
     )
+
+
+def _is_keyword_alias(error) -> bool:
+    """Whether an error node is ``as null`` in ``export { _null as null }``: any name may be exported, reserved
+    words too, and tree-sitter-javascript 0.25 takes a reserved one for an error."""
+    children = error.children
+    return (
+        error.parent is not None and error.parent.type == "export_clause" and len(children) == 2
+        and children[0].type == "as" and IDENTIFIER.fullmatch(children[1].text) is not None
+    )
+
+
+def _is_missing_before_import_type_arguments(node) -> bool:
+    """Whether a missing token is the ``;`` the parser supposed before the ``<T>`` of ``import("./o").O<T>``."""
+    if not node.is_missing:
+        return False
+    while node is not None and node.next_sibling is None:
+        node = node.parent
+    after = node.next_sibling if node is not None else None
+    return after is not None and after.is_error and _is_import_type_arguments(after)
+
+
+def _is_import_type_arguments(error) -> bool:
+    """Whether an error node is the ``<T>`` of ``import("./o").O<T>``: tree-sitter-typescript 0.23 reads an import
+    type as an expression, which takes no type arguments, and so the arguments for an error."""
+    if [child.type for child in error.named_children] != ["type_parameters"]:
+        return False
+    node = error.prev_sibling
+    while node is not None and node.child_count:  # the last token before the error, skipping a missing ";"
+        children = [child for child in node.children if not child.is_missing]
+        node = children[-1] if children else None
+    member = node.parent if node is not None else None
+    target = member.child_by_field_name("object") if member is not None and member.type == "member_expression" else None
+    return target is not None and target.type == "call_expression" and _text(target).startswith("import")
+
+
+IDENTIFIER = re.compile(rb"[A-Za-z_$][\w$]*")
+
+
+def _tolerated(error) -> bool:
+    """Whether an error (or missing) node is syntax the language allows and the grammar does not know (above)."""
+    if error.is_missing:
+        return _is_missing_before_import_type_arguments(error)
+    return _is_variance_annotation(error) or _is_keyword_alias(error) or _is_import_type_arguments(error)
 
 
 def _fetch_method(url) -> str:
@@ -107,10 +193,20 @@ def _fetch_method(url) -> str:
     return "GET"
 
 
+def _in_a_type(node) -> bool:
+    """Whether ``node`` is inside a type (``let x: import("./o").O``), not an expression, of its statement."""
+    node = node.parent
+    while node is not None and not node.type.endswith(("statement", "declaration", "program", "statement_block")):
+        if node.type.startswith("type_") or node.type.endswith("_type") or node.type == "constraint":
+            return True
+        node = node.parent
+    return node is not None and node.type == "type_alias_declaration"
+
+
 def _import_kinds(node, kind: str) -> list:
     statement = node.parent
     if kind == "dynamic":
-        return ["dynamic"]
+        return ["type_only"] if _in_a_type(node) else ["dynamic"]  # import("./o").O in a type loads nothing
     if statement is not None and any(child.type == "type" for child in statement.children):
         return ["type_only"]
     return []
@@ -156,6 +252,8 @@ def _exports(root) -> list:
                 exports.append(["default", "default", line, end])
                 continue
             declaration = statement.child_by_field_name("declaration")
+            if declaration is not None and declaration.type == "ambient_declaration":  # export declare function f()
+                declaration = declaration.named_children[0] if declaration.named_children else None
             if declaration is not None:
                 kind = DECLARATIONS.get(declaration.type)
                 if kind is not None:
@@ -171,6 +269,9 @@ def _exports(root) -> list:
             for clause in statement.named_children:
                 if clause.type == "export_clause":
                     for specifier in clause.named_children:
+                        if specifier.type == "ERROR" and _is_keyword_alias(specifier) and exports:
+                            exports[-1][0] = _text(specifier.children[1])  # export { _null as null }
+                            continue
                         alias = specifier.child_by_field_name("alias") or specifier.child_by_field_name("name")
                         if alias is not None:
                             exports.append([_text(alias), "reexport" if statement.child_by_field_name("source") else "binding", line, end])
@@ -208,7 +309,7 @@ def _extract(dialect: str, data: bytes) -> dict:
     imports, calls, errors = [], [], []
     for _pattern, found in tree_sitter.QueryCursor(query).matches(root):
         if "error" in found:
-            errors.extend(node.start_point.row + 1 for node in found["error"] if not _is_variance_annotation(node))
+            errors.extend(node.start_point.row + 1 for node in found["error"] if not _tolerated(node))
             continue
         for kind in ("import", "require", "dynamic"):
             for node in found.get(kind, ()):
@@ -233,7 +334,7 @@ def _extract(dialect: str, data: bytes) -> dict:
         "exports": _exports(root),
         "calls": sorted(calls, key=lambda item: (item[4], item[0], item[1], item[3])),
     }
-    if errors or (root.has_error and first_syntax_error(root, _is_variance_annotation) is not None):
+    if errors or (root.has_error and first_syntax_error(root, _tolerated) is not None):
         result["error"] = ["syntax error (the parser recovered what it could)", min(errors, default=1)]
     return result
 
