@@ -136,3 +136,19 @@ def test_a_reserved_word_may_be_an_exported_name(tmp_path):
     assert not result.of_kind("diagnostic")
     assert result.targets("mod:js:types.js", "exports") == ["sym:js:types.js#any", "sym:js:types.js#catch", "sym:js:types.js#null"]
 
+
+def test_an_import_of_an_asset_or_a_package_folder_goes_to_that_file(tmp_path):
+    # iconv-lite requires its JSON tables, qs's tests require("../"), and a Vue or React app imports its styles.
+    root = write_tree(tmp_path / "r", {
+        "lib/package.json": '{"name": "qs", "main": "lib/index.js"}\n',
+        "lib/lib/index.js": "module.exports = {};\n",
+        "lib/test/parse.js": "var qs = require('../');\nvar table = require('../tables/cp936.json');\n",
+        "lib/tables/cp936.json": "[]\n",
+        "app/main.ts": 'import "./App.css";\nimport logo from "./logo.svg";\nimport Button from "./Button.vue";\nimport gone from "./gone.css";\n',
+        "app/App.css": "body {}\n", "app/logo.svg": "<svg/>\n", "app/Button.vue": "<template></template>\n",
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:lib/test/parse.js", "imports") == ["file:lib/tables/cp936.json", "mod:js:lib/lib/index.js"]
+    assert result.targets("mod:js:app/main.ts", "imports") == [
+        "file:app/App.css", "file:app/Button.vue", "file:app/logo.svg", "mod:js:app/gone.css"]
+    assert result.nodes["mod:js:app/gone.css"]["attrs"]["missing"] is True

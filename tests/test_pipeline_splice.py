@@ -66,6 +66,7 @@ LEARNT_CHANGES = {
     "a Python file removed": {"app/single.py": None},
     "a manifest changed": {"requirements.txt": "requests==2.32.3\nleftpad==1\n"},
     "a workspace package renamed": {"packages/ui/package.json": '{"name": "@acme/widgets", "main": "index.js"}\n'},
+    "an asset a script may import added": {"web/src/logo.svg": "<svg/>\n"},
 }
 
 

@@ -40,8 +40,9 @@ from .python import Python
 # (``azure.storage.queue``), found analysing pip's, setuptools', pytest's, Playwright's, celery's and kombu's sources.
 # 4: namespaces of more than one component (``google.cloud.storage``), ``from google import genai`` as the
 # ``google-genai`` module, OpenTelemetry's API modules, and more import names (``cog``, ``xdist``, ``factory``),
-# found analysing sentry-sdk's, coverage's and black's sources.
-VERSION = "4"
+# found analysing sentry-sdk's, coverage's and black's sources. 5: a relative JS import of an asset
+# (``./data.json``, ``./App.css``, ``./Button.vue``) goes to that file, not to a missing module.
+VERSION = "5"
 
 
 class Linker:

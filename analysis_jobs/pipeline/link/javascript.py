@@ -3,7 +3,8 @@ JavaScript and TypeScript: a module node per file, its imports matched to files 
 
 A bare import is the repository's own when a ``tsconfig.json`` ``paths`` alias covers it (the nearest config
 above the importing file) or when it names a workspace package (a ``package.json`` with that ``name``); only
-what is neither becomes ``dep:npm:NAME``.
+what is neither becomes ``dep:npm:NAME``. A relative import of a file that is not a script (``./data.json``,
+``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that file's node.
 """
 
 import posixpath
@@ -18,6 +19,13 @@ NODE_BUILTINS = frozenset(
 )
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
 SCRIPT_EXTRACTORS = frozenset(("javascript", "typescript", "tsx"))
+# The files besides scripts that an import may load: JSON (Node), styles, images, fonts and other assets, and the
+# components of frameworks with their own files (bundlers). Only these are learnt, so that adding any other
+# file (a README, a text file, a Go source) leaves a re-analysis spliced.
+ASSET_SUFFIXES = frozenset(
+    ".json .json5 .css .scss .sass .less .styl .svg .png .jpg .jpeg .gif .webp .avif .ico .bmp .woff .woff2 .ttf "
+    ".otf .eot .mp3 .mp4 .webm .wav .wasm .graphql .gql .mdx .vue .svelte .astro .glsl .wgsl .node".split()
+)
 
 
 def is_script(record) -> bool:
@@ -29,7 +37,12 @@ class JavaScript(Family):
         super().__init__(records)
         self.dependencies = dependencies
         self.paths = {record.path for record in records if is_script(record)}
+        self.assets = {
+            record.path for record in records
+            if posixpath.splitext(record.path)[1].lower() in ASSET_SUFFIXES and record.path not in self.paths
+        }
         self.packages: dict[str, tuple[str, str]] = {}  # workspace package name: (its folder, its entry)
+        self.entries: dict[str, str] = {}  # a package's folder: its entry
         self.configs: dict[str, list[tuple[str, list[str]]]] = {}  # tsconfig folder: [(alias, target folders)]
 
     def reads(self, record):
@@ -40,6 +53,7 @@ class JavaScript(Family):
         if "package" in facts:
             name, entry = facts["package"]
             self.packages.setdefault(name, (directory, entry))
+            self.entries[directory] = entry
         if facts.get("aliases"):
             base = posixpath.normpath(posixpath.join(directory, facts.get("base_url") or "."))
             self.configs[directory] = [
@@ -48,7 +62,7 @@ class JavaScript(Family):
             ]
 
     def learnt(self):
-        return [sorted(self.paths), sorted(self.packages.items()), sorted(self.configs.items())]
+        return [sorted(self.paths), sorted(self.packages.items()), sorted(self.configs.items()), sorted(self.assets), sorted(self.entries.items())]
 
     def emit(self, record, facts, graph):
         if not is_script(record):
@@ -87,15 +101,22 @@ class JavaScript(Family):
         return dependency
 
     def _file(self, graph, stems: list[str]) -> str:
-        """Return the module of the first file a stem names (as Node and TypeScript try suffixes), else a missing one."""
+        """Return the module of the first file a stem names (as Node and TypeScript try suffixes), else the asset
+        file it names, else a missing module."""
         for base in stems:
             candidates = [base]
             if base.endswith((".js", ".jsx", ".mjs", ".cjs")):
                 candidates.append(base.rsplit(".", 1)[0])  # TypeScript's ESM style: import "./a.js" means a.ts
+            entry = self.entries.get(base)  # require("../"): the folder's package.json names the file it opens
+            if entry:
+                candidates.append(posixpath.normpath(posixpath.join(base, entry)))
             for stem in candidates:
                 for candidate in [stem] + [stem + suffix for suffix in JS_SUFFIXES] + [f"{stem}/index{suffix}" for suffix in JS_SUFFIXES]:
                     if candidate in self.paths:
                         return f"mod:js:{candidate}"
+        for base in stems:
+            if base in self.assets:
+                return f"file:{base}"
         base = stems[0] if stems else ""
         return graph.node(f"mod:js:{base}", "module", {"language": "javascript", "name": base, "missing": True})
 
