@@ -1,8 +1,9 @@
 """
 The corpus check: one synthetic repository holding every pattern the analysis must get right (a src layout
 with a namespace package, from-imports of submodules, stubs, same-named files, import kinds, newer syntax, an
-import name unlike its distribution, a JS workspace with a tsconfig alias, every ecosystem's manifest, CI,
-Kubernetes, Terraform), analysed once, its facts compared exactly: a fact gained or lost anywhere fails here.
+import name unlike its distribution, a name imported from a namespace package, a JS workspace with a tsconfig
+alias, variance modifiers, ``export declare`` and ``export type *``, an imported stylesheet, every ecosystem's
+manifest (a Cargo dependency written as a table), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts compared exactly: a fact gained or lost anywhere fails here.
 """
 
 import pytest
@@ -32,13 +33,17 @@ CORPUS = {
     "stubs/shop_ext/__init__.pyi": "from _typeshed import StrPath\n",
     "tests/conftest.py": "import pytest\n",
     "tests/api/conftest.py": "import pytest\n",
-    "tools/gen.py": "type Pair[T = int] = tuple[T, T]\n",
+    "tools/gen.py": "type Pair[T = int] = tuple[T, T]\nfrom google import genai\n",
     # JavaScript/TypeScript: a workspace package, a tsconfig alias, type-only and dynamic imports, fetch
     "web/package.json": '{"name": "web", "dependencies": {"@acme/ui": "workspace:*", "react": "^18"}}\n',
     "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"]}},\n}\n',
-    "web/src/api.ts": "export interface Reader<out T> { read(): T }\n",
+    "web/src/api.ts": (
+        "export interface Reader<out T> { read(): T }\nexport interface Cache<in out K, out V = never> {}\n"
+        'export declare function open(): void;\nexport type * from "./later";\n'
+    ),
+    "web/src/app.css": "body {}\n",
     "web/src/app.tsx": (
-        'import type { Reader } from "@/api";\nimport { Button } from "@acme/ui";\nimport React from "react";\n'
+        'import type { Reader } from "@/api";\nimport { Button } from "@acme/ui";\nimport React from "react";\nimport "./app.css";\n'
         'const later = import("./later");\nfetch("https://api.example.com/orders", { method: "PUT" });\n'
     ),
     "web/src/later.ts": "export default 1;\n",
@@ -46,14 +51,14 @@ CORPUS = {
     "packages/ui/index.js": "module.exports = { Button: 1 };\n",
     # Other ecosystems
     "svc/go.mod": "module example.com/svc\n\nrequire (\n\tgithub.com/google/uuid v1.6.0\n\tgolang.org/x/sys v0.20.0 // indirect\n)\n",
-    "crates/tool/Cargo.toml": '[package]\nname = "tool"\n\n[dependencies]\nserde = "1"\n',
+    "crates/tool/Cargo.toml": '[package]\nname = "tool"\n\n[dependencies]\nserde = "1"\n\n[dependencies.anyhow]\nversion = "1"\n',
     "java/pom.xml": "<project><dependencies><dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.13.2</version></dependency></dependencies></project>\n",
     "net/App.csproj": '<Project><ItemGroup><PackageReference Include="Serilog" Version="3.1.1" /></ItemGroup></Project>\n',
     "php/composer.json": '{"require": {"php": ">=8.1", "monolog/monolog": "^3.0"}}\n',
     "ruby/Gemfile.lock": "GEM\n  specs:\n    rack (3.0.9)\n\nDEPENDENCIES\n  rack\n",
     "legacy/setup.py": "from setuptools import setup\nrequires = ['requests>=2']\nsetup(install_requires=requires)\n",
     # Where it runs
-    "Dockerfile": "FROM python:3.12-slim AS base\nFROM base",  # no final newline
+    "Dockerfile": "ARG PY=3.12\nFROM python:${PY}-slim AS base\nFROM base",  # no final newline
     ".github/workflows/ci.yml": "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n",
     "deploy/web.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: shop/web:1.0\n",
     "infra/main.tf": 'terraform {\n  required_providers {\n    aws = { source = "hashicorp/aws", version = "~> 5.0" }\n  }\n}\nvariable "region" {}\n',
@@ -63,7 +68,8 @@ CORPUS = {
 EXPECTED_EDGES = [
     ('ci:.github/workflows/ci.yml#test', 'uses_action', 'action:actions/checkout', {'ref': 'v4'}),
     ('file:.github/workflows/ci.yml', 'defines', 'ci:.github/workflows/ci.yml#test', {}),
-    ('file:Dockerfile', 'uses_image', 'img:python:3.12-slim', {'stage': 'base'}),
+    ('file:Dockerfile', 'uses_image', 'img:python:3.12-slim', {'stage': 'base', 'written': 'python:${PY}-slim'}),
+    ('file:crates/tool/Cargo.toml', 'declares', 'dep:cargo:anyhow', {'scope': 'main', 'spec': '1'}),
     ('file:crates/tool/Cargo.toml', 'declares', 'dep:cargo:serde', {'scope': 'main', 'spec': '1'}),
     ('file:deploy/web.yaml', 'defines', 'k8s:deploy/web.yaml#Deployment//web', {}),
     ('file:infra/main.tf', 'declares', 'dep:terraform:hashicorp/aws', {'scope': 'provider', 'spec': '~> 5.0'}),
@@ -82,7 +88,11 @@ EXPECTED_EDGES = [
     ('file:web/package.json', 'declares', 'dep:npm:react', {'scope': 'main', 'spec': '^18'}),
     ('k8s:deploy/web.yaml#Deployment//web', 'uses_image', 'img:shop/web:1.0', {}),
     ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Button', {}),
+    ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#Cache', {}),
     ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#Reader', {}),
+    ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#open', {}),
+    ('mod:js:web/src/api.ts', 'imports', 'mod:js:web/src/later.ts', {'type_only': True}),
+    ('mod:js:web/src/app.tsx', 'imports', 'file:web/src/app.css', {}),
     ('mod:js:web/src/app.tsx', 'calls', 'svc:api.example.com', {'client': 'fetch', 'method': 'PUT', 'url': 'https://api.example.com/orders'}),
     ('mod:js:web/src/app.tsx', 'imports', 'dep:npm:react', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/ui/index.js', {}),
@@ -106,11 +116,13 @@ EXPECTED_EDGES = [
     ('mod:py:tests.api.conftest', 'imports', 'dep:pypi:pytest', {}),
     ('mod:py:tests.conftest', 'imports', 'dep:pypi:pytest', {}),
     ('mod:py:tools.gen', 'defines', 'sym:py:tools.gen.Pair', {}),
+    ('mod:py:tools.gen', 'imports', 'dep:pypi:google-genai', {}),
 ]
 
 EXPECTED_NODES = [
     'action:actions/checkout',
     'ci:.github/workflows/ci.yml#test',
+    'dep:cargo:anyhow',
     'dep:cargo:serde',
     'dep:composer:monolog/monolog',
     'dep:gem:rack',
@@ -121,6 +133,7 @@ EXPECTED_NODES = [
     'dep:npm:react',
     'dep:nuget:serilog',
     'dep:pypi:django-taggit',
+    'dep:pypi:google-genai',
     'dep:pypi:httpx',
     'dep:pypi:orjson',
     'dep:pypi:pytest',
@@ -152,7 +165,9 @@ EXPECTED_NODES = [
     'svc:api.example.com',
     'svc:pay.example.com',
     'sym:js:packages/ui/index.js#Button',
+    'sym:js:web/src/api.ts#Cache',
     'sym:js:web/src/api.ts#Reader',
+    'sym:js:web/src/api.ts#open',
     'sym:js:web/src/later.ts#default',
     'sym:py:shop.plugins.loader.load',
     'sym:py:tools.gen.Pair',
