@@ -46,7 +46,7 @@ _EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([-+])([^}]*))?\}|\$([
 
 def _arg(instruction) -> tuple[str, str | None]:
     """Return an ``ARG`` instruction's name and default (None when it has none)."""
-    parts = [child for child in instruction.named_children]
+    parts = instruction.named_children
     name = _text(parts[0]) if parts else ""
     if len(parts) < 2:
         return name, None
@@ -56,11 +56,11 @@ def _arg(instruction) -> tuple[str, str | None]:
     return name, default
 
 
-def _expanded(text: str, defaults: dict[str, str | None]) -> str | None:
+def _expanded(text: str, defaults: dict[str, str | None]) -> str:
     """Return ``text`` with the global ``ARG`` defaults put in, as a build without ``--build-arg`` sees it.
 
-    ``${NAME:-word}`` is ``word`` where NAME has no value, ``${NAME:+word}`` ``word`` where it has one. None when
-    a variable has no default: only the build that sets it knows the image.
+    ``${NAME:-word}`` is ``word`` where NAME has no value, ``${NAME:+word}`` ``word`` where it has one. ``text``
+    as it is when a variable has no default: only the build that sets it knows the image.
     """
     unknown = False
 
@@ -78,7 +78,7 @@ def _expanded(text: str, defaults: dict[str, str | None]) -> str | None:
         return known
 
     expanded = _EXPANSION.sub(value, text)
-    return None if unknown else expanded
+    return text if unknown else expanded
 
 
 def extract_dockerfile(data: bytes) -> dict:
@@ -99,8 +99,6 @@ def extract_dockerfile(data: bytes) -> dict:
         if spec is not None:
             written = _text(spec).strip()
             image = _expanded(written, defaults) if "$" in written else written
-            if image is None:
-                image = written
             if image.lower() != "scratch" and image.lower() not in stages:
                 row = [image, instruction.start_point.row + 1, _text(alias) if alias is not None else ""]
                 images.append(row + [written] if image != written else row)

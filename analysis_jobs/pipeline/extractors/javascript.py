@@ -72,6 +72,7 @@ def parser(dialect: str):
 
 
 VARIANCE = ("in", "out")
+IDENTIFIER = re.compile(rb"[A-Za-z_$][\w$]*")
 KEYOF_READONLY = re.compile(rb"\bkeyof(\s+)readonly\b")
 # TypeScript 4.7's variance modifiers on a type parameter that has a constraint or a default, or both modifiers
 # (``<in T = never>``, ``<in out K extends string>``), and 5.0's ``const`` ones (``<const T extends Tags>``):
@@ -169,9 +170,6 @@ def _is_import_type_arguments(error) -> bool:
     member = node.parent if node is not None else None
     target = member.child_by_field_name("object") if member is not None and member.type == "member_expression" else None
     return target is not None and target.type == "call_expression" and _text(target).startswith("import")
-
-
-IDENTIFIER = re.compile(rb"[A-Za-z_$][\w$]*")
 
 
 def _tolerated(error) -> bool:
