@@ -55,7 +55,10 @@ CORPUS = {
     "java/pom.xml": "<project><dependencies><dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.13.2</version></dependency></dependencies></project>\n",
     "net/App.csproj": '<Project><ItemGroup><PackageReference Include="Serilog" Version="3.1.1" /></ItemGroup></Project>\n',
     "php/composer.json": '{"require": {"php": ">=8.1", "monolog/monolog": "^3.0"}}\n',
-    "ruby/Gemfile.lock": "GEM\n  specs:\n    rack (3.0.9)\n\nDEPENDENCIES\n  rack\n",
+    "ruby/Gemfile.lock": (
+        "GIT\n  remote: https://github.com/rack/rack-session.git\n  revision: 4b8d0e8\n  specs:\n    rack-session (2.0.0)\n\n"
+        "PATH\n  remote: .\n  specs:\n    app (0.1.0)\n\nGEM\n  specs:\n    rack (3.0.9)\n\nDEPENDENCIES\n  app!\n  rack\n  rack-session!\n"
+    ),
     "legacy/setup.py": "from setuptools import setup\nrequires = ['requests>=2']\nsetup(install_requires=requires)\n",
     # Where it runs
     "Dockerfile": "ARG PY=3.12\nFROM python:${PY}-slim AS base\nFROM base",  # no final newline
@@ -82,6 +85,7 @@ EXPECTED_EDGES = [
     ('file:pyproject.toml', 'declares', 'dep:pypi:httpx', {'scope': 'main', 'spec': ''}),
     ('file:pyproject.toml', 'declares', 'dep:pypi:pyyaml', {'scope': 'main', 'spec': ''}),
     ('file:ruby/Gemfile.lock', 'locks', 'dep:gem:rack', {'version': '3.0.9'}),
+    ('file:ruby/Gemfile.lock', 'locks', 'dep:gem:rack-session', {'version': '2.0.0'}),
     ('file:svc/go.mod', 'declares', 'dep:go:github.com/google/uuid', {'scope': 'main', 'spec': 'v1.6.0'}),
     ('file:svc/go.mod', 'locks', 'dep:go:golang.org/x/sys', {'version': 'v0.20.0'}),
     ('file:web/package.json', 'declares', 'dep:npm:@acme/ui', {'scope': 'main', 'spec': 'workspace:*'}),
@@ -126,6 +130,7 @@ EXPECTED_NODES = [
     'dep:cargo:serde',
     'dep:composer:monolog/monolog',
     'dep:gem:rack',
+    'dep:gem:rack-session',
     'dep:go:github.com/google/uuid',
     'dep:go:golang.org/x/sys',
     'dep:maven:junit:junit',

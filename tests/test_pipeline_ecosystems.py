@@ -212,6 +212,26 @@ def test_gemfile_lock_gems_direct_or_transitive(tmp_path):
     assert direct == {"rack": False, "rails": True, "nokogiri": True}
 
 
+def test_gemfile_lock_gems_from_git_are_locked_and_the_repositorys_own_are_not(tmp_path):
+    # The shape of an app that pins a gem to a git revision and of a gem whose Gemfile says ``gemspec``.
+    root = write_tree(tmp_path / "rb", {
+        "Gemfile.lock": (
+            "GIT\n  remote: https://github.com/rails/rails.git\n  revision: 4b8d0e8\n  branch: main\n  specs:\n"
+            "    actionpack (7.2.0.alpha)\n      rack (>= 2.2.4)\n    rails (7.2.0.alpha)\n      actionpack (= 7.2.0.alpha)\n\n"
+            "PATH\n  remote: .\n  specs:\n    mygem (0.1.0)\n      rack (>= 2)\n\n"
+            "GEM\n  remote: https://rubygems.org/\n  specs:\n    rack (3.0.9)\n\n"
+            "PLATFORMS\n  ruby\n\nDEPENDENCIES\n  mygem!\n  rails!\n\nBUNDLED WITH\n   2.5.6\n"
+        ),
+    })
+    result = analyse(root)
+    assert locked(result, "Gemfile.lock") == {
+        "dep:gem:actionpack": ("7.2.0.alpha", 6), "dep:gem:rails": ("7.2.0.alpha", 8), "dep:gem:rack": ("3.0.9", 20),
+    }
+    assert result.nodes["dep:gem:rails"]["attrs"]["direct"] is True
+    assert result.nodes["dep:gem:actionpack"]["attrs"]["direct"] is False
+    assert "dep:gem:mygem" not in result.nodes
+
+
 @pytest.mark.parametrize(("path", "broken"), [
     ("Cargo.toml", "[dependencies\n"), ("composer.json", "{"), ("App.csproj", "<Project>"), ("setup.py", "setup(\n"),
     ("pom.xml", "<project><dependencies>"),

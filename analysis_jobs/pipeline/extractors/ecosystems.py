@@ -317,18 +317,21 @@ def extract_composer_lock(data: bytes) -> dict:
 
 _GEM_SPEC = re.compile(r"^    ([^\s(]+) \(([^)]+)\)$")
 _GEM_DEPENDENCY = re.compile(r"^  ([^\s(!]+)")
+LOCKED_GEM_SOURCES = ("GEM", "GIT")
 
 
 def extract_gemfile_lock(data: bytes) -> dict:
-    """The gems under ``GEM`` / ``specs:`` (four spaces in), direct when ``DEPENDENCIES`` names them."""
+    """The gems under the ``specs:`` (four spaces in) of a ``GEM`` or ``GIT`` source, direct when ``DEPENDENCIES``
+    names them. A ``PATH`` source's gems are the repository's own (its gemspec), as a Cargo crate with no source is.
+    """
     section, specs, direct = None, [], set()
     for number, line in enumerate(decode(data).splitlines(), start=1):
         if line and not line.startswith(" "):
             section = line.strip()
-        elif section == "GEM" and (found := _GEM_SPEC.match(line)):
+        elif section in LOCKED_GEM_SOURCES and (found := _GEM_SPEC.match(line)):
             specs.append((*found.groups(), number))  # a platform gem keeps its platform: "1.15.4-x86_64-linux"
         elif section == "DEPENDENCIES" and (found := _GEM_DEPENDENCY.match(line)):
-            direct.add(found.group(1))
+            direct.add(found.group(1))  # "rails!" is a gem from a GIT or PATH source
     return {"declared": [], "locked": [["gem", name, version, line, name in direct] for name, version, line in specs]}
 
 
@@ -344,4 +347,4 @@ CSPROJ = Extractor("csproj", POSITIONS, extract_csproj)
 NUGET_LOCK = Extractor("nuget-lock", POSITIONS, extract_nuget_lock)
 COMPOSER_JSON = Extractor("composer.json", POSITIONS, extract_composer_json)
 COMPOSER_LOCK = Extractor("composer.lock", VERSION, extract_composer_lock)
-GEMFILE_LOCK = Extractor("gemfile.lock", VERSION, extract_gemfile_lock)
+GEMFILE_LOCK = Extractor("gemfile.lock", "2", extract_gemfile_lock)  # 2: gems from a GIT source
