@@ -43,12 +43,13 @@ CORPUS = {
     ),
     "web/src/app.css": "body {}\n",
     "web/src/app.tsx": (
-        'import type { Reader } from "@/api";\nimport { Button } from "@acme/ui";\nimport React from "react";\nimport "./app.css";\n'
+        'import type { Reader } from "@/api";\nimport { Button } from "@acme/ui";\nimport { Card } from "@acme/ui/card";\nimport React from "react";\nimport "./app.css";\n'
         'const later = import("./later");\nfetch("https://api.example.com/orders", { method: "PUT" });\n'
     ),
     "web/src/later.ts": "export default 1;\n",
-    "packages/ui/package.json": '{"name": "@acme/ui", "main": "index.js"}\n',
+    "packages/ui/package.json": '{"name": "@acme/ui", "main": "index.js", "exports": {".": "./index.js", "./card": "./src/card.js"}}\n',
     "packages/ui/index.js": "module.exports = { Button: 1 };\n",
+    "packages/ui/src/card.js": 'const { Button } = require("@acme/ui");\n',
     # Other ecosystems
     "svc/go.mod": "module example.com/svc\n\nrequire (\n\tgithub.com/google/uuid v1.6.0\n\tgolang.org/x/sys v0.20.0 // indirect\n)\n",
     "crates/tool/Cargo.toml": '[package]\nname = "tool"\n\n[dependencies]\nserde = "1"\n\n[dependencies.anyhow]\nversion = "1"\n',
@@ -92,6 +93,7 @@ EXPECTED_EDGES = [
     ('file:web/package.json', 'declares', 'dep:npm:react', {'scope': 'main', 'spec': '^18'}),
     ('k8s:deploy/web.yaml#Deployment//web', 'uses_image', 'img:shop/web:1.0', {}),
     ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Button', {}),
+    ('mod:js:packages/ui/src/card.js', 'imports', 'mod:js:packages/ui/index.js', {}),
     ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#Cache', {}),
     ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#Reader', {}),
     ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#open', {}),
@@ -100,6 +102,7 @@ EXPECTED_EDGES = [
     ('mod:js:web/src/app.tsx', 'calls', 'svc:api.example.com', {'client': 'fetch', 'method': 'PUT', 'url': 'https://api.example.com/orders'}),
     ('mod:js:web/src/app.tsx', 'imports', 'dep:npm:react', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/ui/index.js', {}),
+    ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/ui/src/card.js', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/src/api.ts', {'type_only': True}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/src/later.ts', {'dynamic': True}),
     ('mod:js:web/src/later.ts', 'exports', 'sym:js:web/src/later.ts#default', {}),
@@ -149,6 +152,7 @@ EXPECTED_NODES = [
     'img:shop/web:1.0',
     'k8s:deploy/web.yaml#Deployment//web',
     'mod:js:packages/ui/index.js',
+    'mod:js:packages/ui/src/card.js',
     'mod:js:web/src/api.ts',
     'mod:js:web/src/app.tsx',
     'mod:js:web/src/later.ts',

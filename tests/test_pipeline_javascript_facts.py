@@ -34,6 +34,35 @@ def test_workspace_packages_and_path_aliases_resolve_inside_the_repository(tmp_p
     assert sorted(result.of_kind("dependency")) == ["dep:npm:react"]  # no alias or workspace package invented
 
 
+def test_a_workspace_packages_subpaths_go_where_its_exports_map_them(tmp_path):
+    # The shape of a Turborepo workspace: the ui package exports its components by subpath, none at ".".
+    root = write_tree(tmp_path / "turbo", {
+        "packages/ui/package.json": (
+            '{"name": "@repo/ui", "exports": {"./button": "./src/button.tsx", "./card": {"types": "./src/card.tsx",'
+            ' "default": "./dist/card.js"}, "./icons/*": "./src/icons/*.tsx", "./icons/brand/*": ["./src/brand/*.tsx"],'
+            ' "./internal": null}}\n'
+        ),
+        "packages/ui/src/button.tsx": "export const Button = 1;\n",
+        "packages/ui/src/card.tsx": "export const Card = 1;\n",
+        "packages/ui/src/icons/arrow.tsx": "export const Arrow = 1;\n",
+        "packages/ui/src/brand/logo.tsx": "export const Logo = 1;\n",
+        "packages/ui/theme.ts": "export const theme = 1;\n",
+        "apps/web/app/page.tsx": (
+            'import { Button } from "@repo/ui/button";\n'
+            'import { Card } from "@repo/ui/card";\n'
+            'import { Arrow } from "@repo/ui/icons/arrow";\n'
+            'import { Logo } from "@repo/ui/icons/brand/logo";\n'
+            'import { theme } from "@repo/ui/theme";\n'  # no key covers it: the package's folder, as before
+        ),
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:apps/web/app/page.tsx", "imports") == [
+        "mod:js:packages/ui/src/brand/logo.tsx", "mod:js:packages/ui/src/button.tsx", "mod:js:packages/ui/src/card.tsx",
+        "mod:js:packages/ui/src/icons/arrow.tsx", "mod:js:packages/ui/theme.ts",
+    ]
+    assert result.of_kind("dependency") == {}
+
+
 def test_type_only_and_dynamic_imports_say_so(tmp_path):
     root = write_tree(tmp_path / "r", {
         "a.ts": "export type A = 1;\n", "b.ts": "export const b = 1;\n", "lazy.ts": "export default 1;\n",

@@ -214,21 +214,36 @@ def extract_package_json(data: bytes) -> dict:
             declared.append(["npm", name, str(spec), scope, lines.json_key(field, name)])
     facts = {"declared": declared, "locked": []}
     if isinstance(document.get("name"), str):  # a package of its own: a workspace's imports of it stay in the repo
-        facts["package"] = [document["name"], _package_entry(document)]
+        entry, subpaths = _package_exports(document)
+        facts["package"] = [document["name"], entry, subpaths]
     return facts
 
 
-def _package_entry(document: dict) -> str:
-    """Return the file a bare import of the package opens (``exports["."]``, ``module`` or ``main``), or ""."""
-    exports = document.get("exports")
-    if isinstance(exports, dict):
-        exports = exports.get(".", exports if not any(key.startswith(".") for key in exports) else None)
-    while isinstance(exports, dict):  # conditions: {"import": ..., "require": ..., "default": ...}
-        exports = next((exports[key] for key in ("types", "import", "module", "default", "require") if key in exports), None)
-    for entry in (exports, document.get("module"), document.get("main")):
+EXPORT_CONDITIONS = ("types", "import", "module", "default", "require")  # the repository's sources first
+
+
+def _export_target(value) -> str | None:
+    """Return the file an ``exports`` value names: a string, the first of a fallback list that names one, or the
+    preferred condition's (``{"types": ..., "import": ..., "default": ...}``), nested or not; None for ``null``."""
+    while isinstance(value, (dict, list)):
+        if isinstance(value, list):
+            return next((target for item in value if (target := _export_target(item)) is not None), None)
+        value = next((value[key] for key in EXPORT_CONDITIONS if key in value), None)
+    return value if isinstance(value, str) else None
+
+
+def _package_exports(document: dict) -> tuple[str, list]:
+    """Return the file a bare import of the package opens (``exports["."]``, ``module`` or ``main``, or ""), and
+    its other ``exports`` subpaths as sorted ``[subpath, file]`` pairs (``["./button", "./src/button.tsx"]``;
+    a pattern keeps its ``*``: ``["./icons/*", "./src/icons/*.tsx"]``)."""
+    exports, subpaths = document.get("exports"), {}
+    if isinstance(exports, dict) and any(key.startswith(".") for key in exports):
+        subpaths = {key: target for key, value in exports.items() if key.startswith("./") and (target := _export_target(value))}
+        exports = exports.get(".")
+    for entry in (_export_target(exports), document.get("module"), document.get("main")):
         if isinstance(entry, str):
-            return entry
-    return ""
+            return entry, sorted(subpaths.items())
+    return "", sorted(subpaths.items())
 
 
 def _without_comments(text: str) -> str:
@@ -384,7 +399,7 @@ PIPFILE = Extractor("pipfile", POSITIONS, extract_pipfile)
 PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
 POETRY_LOCK = Extractor("poetry.lock", POSITIONS, extract_poetry_lock)
 UV_LOCK = Extractor("uv.lock", POSITIONS, extract_uv_lock)
-PACKAGE_JSON = Extractor("package.json", "3", extract_package_json)  # 2: the package's own name and entry; 3: positions
+PACKAGE_JSON = Extractor("package.json", "4", extract_package_json)  # 2: the package's own name and entry; 3: positions; 4: subpath exports
 TSCONFIG = Extractor("tsconfig", VERSION, extract_tsconfig)
 PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)
 YARN_LOCK = Extractor("yarn.lock", POSITIONS, extract_yarn_lock)

@@ -41,8 +41,9 @@ from .python import Python
 # 4: namespaces of more than one component (``google.cloud.storage``), ``from google import genai`` as the
 # ``google-genai`` module, OpenTelemetry's API modules, and more import names (``cog``, ``xdist``, ``factory``),
 # found analysing sentry-sdk's, coverage's and black's sources. 5: a relative JS import of an asset
-# (``./data.json``, ``./App.css``, ``./Button.vue``) goes to that file, not to a missing module.
-VERSION = "5"
+# (``./data.json``, ``./App.css``, ``./Button.vue``) goes to that file, not to a missing module. 6: an import of
+# a workspace package's subpath (``@repo/ui/button``) goes where its ``exports`` map it (``./src/button.tsx``).
+VERSION = "6"
 
 
 class Linker:

@@ -2,8 +2,8 @@
 JavaScript and TypeScript: a module node per file, its imports matched to files or packages, its exports and calls.
 
 A bare import is the repository's own when a ``tsconfig.json`` ``paths`` alias covers it (the nearest config
-above the importing file) or when it names a workspace package (a ``package.json`` with that ``name``); only
-what is neither becomes ``dep:npm:NAME``. A relative import of a file that is not a script (``./data.json``,
+above the importing file) or when it names a workspace package (a ``package.json`` with that ``name``, whose
+``exports`` say which file each subpath opens); only what is neither becomes ``dep:npm:NAME``. A relative import of a file that is not a script (``./data.json``,
 ``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that file's node.
 """
 
@@ -28,6 +28,20 @@ ASSET_SUFFIXES = frozenset(
 )
 
 
+def exported(subpaths: list, subpath: str) -> str | None:
+    """Return the file a package's ``exports`` map ``subpath`` (``"./button"``) to, as Node matches them: the key
+    itself, else the pattern with the longest part before its ``*``; None when no key covers it."""
+    best, matched = None, ""
+    for key, target in subpaths:
+        if key == subpath:
+            return target
+        prefix, star, suffix = key.partition("*")
+        if (star and subpath.startswith(prefix) and subpath.endswith(suffix) and len(subpath) >= len(key) - 1
+                and (best is None or len(prefix) > len(best[0]))):
+            best, matched = (prefix, target), subpath[len(prefix):len(subpath) - len(suffix)]
+    return best[1].replace("*", matched) if best else None
+
+
 def is_script(record) -> bool:
     return is_module_file(record, ("javascript", "typescript"), SCRIPT_EXTRACTORS)
 
@@ -41,7 +55,7 @@ class JavaScript(Family):
             record.path for record in records
             if posixpath.splitext(record.path)[1].lower() in ASSET_SUFFIXES and record.path not in self.paths
         }
-        self.packages: dict[str, tuple[str, str]] = {}  # workspace package name: (its folder, its entry)
+        self.packages: dict[str, tuple[str, str, list]] = {}  # workspace package name: (folder, entry, subpaths)
         self.entries: dict[str, str] = {}  # a package's folder: its entry
         self.configs: dict[str, list[tuple[str, list[str]]]] = {}  # tsconfig folder: [(alias, target folders)]
 
@@ -51,8 +65,8 @@ class JavaScript(Family):
     def learn(self, record, facts):
         directory = posixpath.dirname(record.path)
         if "package" in facts:
-            name, entry = facts["package"]
-            self.packages.setdefault(name, (directory, entry))
+            name, entry, subpaths = facts["package"]
+            self.packages.setdefault(name, (directory, entry, subpaths))
             self.entries[directory] = entry
         if facts.get("aliases"):
             base = posixpath.normpath(posixpath.join(directory, facts.get("base_url") or "."))
@@ -93,9 +107,10 @@ class JavaScript(Family):
             return graph.node(f"std:node:{head}", "stdlib", {"language": "javascript", "name": head})
         name = "/".join(bare.split("/", 2)[:2]) if bare.startswith("@") else head
         if name in self.packages:
-            folder, entry = self.packages[name]
+            folder, entry, subpaths = self.packages[name]
             inside = bare[len(name):].lstrip("/")
-            return self._file(graph, [posixpath.normpath(posixpath.join(folder, inside or entry or "index"))])
+            target = (exported(subpaths, "./" + inside) if inside else entry) or inside or "index"
+            return self._file(graph, [posixpath.normpath(posixpath.join(folder, target))])
         dependency = f"dep:npm:{name}"
         self.dependencies.imported.add(dependency)
         return dependency
