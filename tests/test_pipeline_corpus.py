@@ -202,3 +202,8 @@ def test_the_corpus_gives_exactly_the_expected_edges(corpus):
 def test_the_corpus_gives_exactly_the_expected_nodes_and_no_diagnostic(corpus):
     assert sorted(node for node in corpus.nodes if not node.startswith("file:")) == EXPECTED_NODES
     assert sorted(node for node in corpus.nodes if node.startswith("file:")) == sorted(f"file:{path}" for path in CORPUS)
+
+
+def test_the_corpus_workspace_package_is_a_dependency_in_the_repository(corpus):
+    inside = sorted(node for node, fact in corpus.nodes.items() if fact["kind"] == "dependency" and fact["attrs"]["in_repository"])
+    assert inside == ["dep:npm:@acme/ui"]

@@ -99,7 +99,7 @@ def test_go_modules_declared_indirect_and_summed(tmp_path):
     assert locked(result, "go.mod") == {"dep:go:golang.org/x/sys": ("v0.20.0", 9)}
     assert locked(result, "go.sum") == {"dep:go:github.com/google/uuid": ("v1.6.0", 1), "dep:go:golang.org/x/sys": ("v0.20.0", 3)}
     assert result.nodes["dep:go:golang.org/x/sys"]["attrs"] == {
-        "declared": False, "direct": False, "ecosystem": "go", "locked": True, "name": "golang.org/x/sys",
+        "declared": False, "direct": False, "ecosystem": "go", "in_repository": False, "locked": True, "name": "golang.org/x/sys",
     }
 
 
@@ -230,6 +230,46 @@ def test_gemfile_lock_gems_from_git_are_locked_and_the_repositorys_own_are_not(t
     assert result.nodes["dep:gem:rails"]["attrs"]["direct"] is True
     assert result.nodes["dep:gem:actionpack"]["attrs"]["direct"] is False
     assert "dep:gem:mygem" not in result.nodes
+
+
+def test_a_monorepos_own_packages_are_dependencies_in_the_repository(tmp_path):
+    # Each ecosystem's way for one package of a monorepo to depend on another of the same repository.
+    root = write_tree(tmp_path / "mono", {
+        "crates/core/Cargo.toml": '[package]\nname = "acme-core"\nversion = "0.1.0"\n',
+        "crates/cli/Cargo.toml": '[package]\nname = "acme-cli"\n\n[dependencies]\nacme-core = { path = "../core" }\nserde = "1"\n',
+        "packages/ui/package.json": '{"name": "@acme/ui"}\n',
+        "apps/web/package.json": '{"name": "web", "dependencies": {"@acme/ui": "workspace:*", "react": "^18"}}\n',
+        "libs/common/pyproject.toml": '[project]\nname = "Acme_Common"\n',
+        "libs/legacy/setup.py": 'from setuptools import setup\nsetup(name="acme-legacy")\n',
+        "libs/old/setup.cfg": "[metadata]\nname = acme.old\n",
+        "services/api/requirements.txt": "acme-common\nacme-legacy\nacme-old\nhttpx\n",
+        "go/lib/go.mod": "module example.com/acme/lib\n\ngo 1.22\n",
+        "go/svc/go.mod": "module example.com/acme/svc\n\nrequire example.com/acme/lib v0.0.0\n\nreplace example.com/acme/lib => ../lib\n",
+        "java/pom.xml": "<project><groupId>com.acme</groupId><artifactId>parent</artifactId></project>\n",
+        "java/core/pom.xml": "<project><parent><groupId>com.acme</groupId><artifactId>parent</artifactId></parent><artifactId>core</artifactId></project>\n",
+        "java/app/pom.xml": (
+            "<project><parent><groupId>com.acme</groupId><artifactId>parent</artifactId></parent><artifactId>app</artifactId>"
+            "<dependencies><dependency><groupId>com.acme</groupId><artifactId>core</artifactId></dependency></dependencies></project>\n"
+        ),
+        "php/a/composer.json": '{"name": "Acme/A"}\n',
+        "php/b/composer.json": '{"name": "acme/b", "require": {"acme/a": "@dev", "monolog/monolog": "^3"}}\n',
+        "charts/common/Chart.yaml": "apiVersion: v2\nname: common\nversion: 1.0.0\n",
+        "charts/app/Chart.yaml": (
+            "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n  - name: common\n    version: 1.0.0\n"
+            "    repository: file://../common\n  - name: redis\n    version: 19.0.0\n"
+        ),
+    })
+    result = analyse(root)
+    inside = {node_id for node_id, node in result.nodes.items() if node["kind"] == "dependency" and node["attrs"]["in_repository"]}
+    assert inside == {  # a package nothing depends on is no dependency: no node for acme-cli, web or the svc module
+        "dep:cargo:acme-core", "dep:npm:@acme/ui", "dep:pypi:acme-common", "dep:pypi:acme-legacy", "dep:pypi:acme-old",
+        "dep:go:example.com/acme/lib", "dep:maven:com.acme:core", "dep:composer:acme/a", "dep:helm:common",
+    }
+    outside = {node_id for node_id, node in result.nodes.items() if node["kind"] == "dependency"} - inside
+    assert outside == {"dep:cargo:serde", "dep:npm:react", "dep:pypi:httpx", "dep:composer:monolog/monolog", "dep:helm:redis"}
+    # The summary counts a monorepo's own packages apart from what it depends on.
+    assert result.summary["dependencies"]["cargo"] == {"in_repository": 1, "direct": 1, "locked": 0, "total": 2}
+    assert result.summary["dependencies"]["pypi"] == {"in_repository": 3, "direct": 1, "locked": 0, "total": 4}
 
 
 @pytest.mark.parametrize(("path", "broken"), [

@@ -65,7 +65,7 @@ def test_python_imports_resolve_to_repository_modules_stdlib_or_distributions(py
     nested = next(edge for edge in result.edges_from("mod:py:pkg.app", "imports") if edge["dst"] == "std:py:json")
     assert evidence(nested) == [("pkg/app.py", [11, 11], "python")]
     assert result.nodes["dep:pypi:pyyaml"]["attrs"] == {
-        "declared": False, "direct": False, "ecosystem": "pypi", "locked": False, "name": "pyyaml",
+        "declared": False, "direct": False, "ecosystem": "pypi", "in_repository": False, "locked": False, "name": "pyyaml",
     }
 
 
@@ -214,7 +214,7 @@ def test_python_manifests_declare_dependencies_with_scope_and_line(tmp_path):
         ("setup.cfg", "dep:pypi:sphinx", (("scope", "optional:docs"), ("spec", "")), 5),
     ]
     assert result.nodes["dep:pypi:django"]["attrs"] == {
-        "declared": True, "direct": True, "ecosystem": "pypi", "locked": False, "name": "django",
+        "declared": True, "direct": True, "ecosystem": "pypi", "in_repository": False, "locked": False, "name": "django",
     }
 
 

@@ -27,7 +27,8 @@ class Summary:
         elif kind == "dependency":
             counts = self.dependencies.setdefault(attrs["ecosystem"], Counter())
             _add(counts, "total", sign)
-            _add(counts, "direct" if attrs["direct"] else ("transitive" if attrs["locked"] else "undeclared"), sign)
+            _add(counts, "in_repository" if attrs["in_repository"] else "direct" if attrs["direct"] else
+                 "transitive" if attrs["locked"] else "undeclared", sign)
             counts["locked"] += sign if attrs["locked"] else 0  # counted (if only as 0) for every ecosystem
             if not counts["total"]:
                 del self.dependencies[attrs["ecosystem"]]
@@ -118,7 +119,7 @@ def describe(summary: dict) -> list[str]:
 
     dependencies = []
     for ecosystem, numbers in summary["dependencies"].items():
-        parts = ", ".join(f"{key} {numbers[key]}" for key in ("direct", "transitive", "undeclared") if numbers.get(key))
+        parts = ", ".join(f"{key} {numbers[key]}" for key in ("direct", "transitive", "undeclared", "in_repository") if numbers.get(key))
         dependencies.append(f"{ecosystem} {numbers['total']} ({parts})")
     iac = summary["iac"]
     return [

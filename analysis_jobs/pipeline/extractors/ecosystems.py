@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ElementTree
 from xml.parsers import expat
 
 from .base import Extractor, decode
-from .manifests import _requirement
+from .manifests import _requirement, pypi_name
 from .positions import Lines
 
 VERSION = "1"
@@ -78,17 +78,20 @@ def extract_setup_py(data: bytes) -> dict:
             if parsed is not None:
                 declared.append(["pypi", parsed[0], parsed[1], scope, item.lineno])
 
+    provides = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup"):
             continue
         for keyword in node.keywords:
-            if keyword.arg in SETUP_KEYWORDS:
+            if keyword.arg == "name" and isinstance(name := value_of(keyword.value), ast.Constant) and isinstance(name.value, str):
+                provides.append(["pypi", pypi_name(name.value)])
+            elif keyword.arg in SETUP_KEYWORDS:
                 add(keyword.value, SETUP_KEYWORDS[keyword.arg])
             elif keyword.arg == "extras_require" and isinstance(extras := value_of(keyword.value), ast.Dict):
                 for key, value in zip(extras.keys, extras.values):
                     if isinstance(key, ast.Constant) and isinstance(key.value, str):
                         add(value, f"optional:{key.value}")
-    return {"declared": declared, "locked": []}
+    return {"declared": declared, "locked": [], "provides": provides}
 
 
 # -- Go --------------------------------------------------------------------------------------------------------
@@ -99,10 +102,12 @@ _GO_BLOCK = re.compile(r"^(\w+)\s*\($")
 def extract_go_mod(data: bytes) -> dict:
     """``require`` lines, alone or in a block: a direct requirement is declared; one marked ``// indirect`` is
     what the build needs for another module's sake, so it is only locked."""
-    declared, locked, block = [], [], None
+    declared, locked, provides, block = [], [], [], None
     for number, line in enumerate(decode(data).splitlines(), start=1):
         code, _, comment = line.partition("//")
         code = code.strip()
+        if code.startswith("module ") and block is None:
+            provides.append(["go", code.split(None, 1)[1].strip('"`')])
         if block is not None:
             if code == ")":
                 block = None
@@ -119,7 +124,7 @@ def extract_go_mod(data: bytes) -> dict:
                 locked.append(["go", module, version, number, False])
             else:
                 declared.append(["go", module, version, "main", number])
-    return {"declared": declared, "locked": locked}
+    return {"declared": declared, "locked": locked, "provides": provides}
 
 
 def extract_go_sum(data: bytes) -> dict:
@@ -165,7 +170,8 @@ def extract_cargo_toml(data: bytes) -> dict:
         for key, scope in _CARGO_SCOPES:
             table((tables or {}).get(key), f"{scope}:{target}", ("target", target, key))
     table((document.get("workspace") or {}).get("dependencies"), "workspace", ("workspace", "dependencies"))
-    return {"declared": declared, "locked": []}
+    name = (document.get("package") or {}).get("name")
+    return {"declared": declared, "locked": [], "provides": [["cargo", name]] if isinstance(name, str) else []}
 
 
 def extract_cargo_lock(data: bytes) -> dict:
@@ -230,7 +236,10 @@ def extract_pom(data: bytes) -> dict:
                 scope = "managed" if managed else (_child_text(dependency, "scope") or "compile")
                 line = next((lines[child] for child in dependency if _local(child.tag) == "artifactId"), lines[dependency])
                 declared.append(["maven", f"{group}:{artifact}", _child_text(dependency, "version"), scope, line])
-    return {"declared": declared, "locked": []}
+    parent = next((child for child in root if _local(child.tag) == "parent"), None)
+    group = _child_text(root, "groupId") or (_child_text(parent, "groupId") if parent is not None else "")
+    artifact = _child_text(root, "artifactId")  # a module's groupId may be its parent's
+    return {"declared": declared, "locked": [], "provides": [["maven", f"{group}:{artifact}"]] if group and artifact else []}
 
 
 def extract_gradle_catalog(data: bytes) -> dict:
@@ -298,7 +307,8 @@ def extract_composer_json(data: bytes) -> dict:
         for name, spec in sorted((document.get(key) or {}).items()):
             if _composer_package(name):
                 declared.append(["composer", name.lower(), str(spec), scope, lines.json_key(key, name)])
-    return {"declared": declared, "locked": []}
+    name = document.get("name")
+    return {"declared": declared, "locked": [], "provides": [["composer", name.lower()]] if isinstance(name, str) and _composer_package(name) else []}
 
 
 def extract_composer_lock(data: bytes) -> dict:
@@ -336,15 +346,16 @@ def extract_gemfile_lock(data: bytes) -> dict:
 
 
 POSITIONS = "2"  # as in manifests.py: an entry's own line, not the first that names it
-SETUP_PY = Extractor("setup.py", "2", extract_setup_py)  # 2: names bound once to a literal; tests_require
-GO_MOD = Extractor("go.mod", VERSION, extract_go_mod)
+PROVIDES = "3"  # the package the manifest itself is (``provides``): a dependency on it is in the repository
+SETUP_PY = Extractor("setup.py", PROVIDES, extract_setup_py)  # 2: names bound once to a literal; tests_require; 3: provides
+GO_MOD = Extractor("go.mod", "2", extract_go_mod)  # 2: provides
 GO_SUM = Extractor("go.sum", VERSION, extract_go_sum)
-CARGO_TOML = Extractor("cargo.toml", POSITIONS, extract_cargo_toml)
+CARGO_TOML = Extractor("cargo.toml", PROVIDES, extract_cargo_toml)
 CARGO_LOCK = Extractor("cargo.lock", POSITIONS, extract_cargo_lock)
-POM = Extractor("pom.xml", POSITIONS, extract_pom)
+POM = Extractor("pom.xml", PROVIDES, extract_pom)
 GRADLE_CATALOG = Extractor("gradle-catalog", POSITIONS, extract_gradle_catalog)
 CSPROJ = Extractor("csproj", POSITIONS, extract_csproj)
 NUGET_LOCK = Extractor("nuget-lock", POSITIONS, extract_nuget_lock)
-COMPOSER_JSON = Extractor("composer.json", POSITIONS, extract_composer_json)
+COMPOSER_JSON = Extractor("composer.json", PROVIDES, extract_composer_json)
 COMPOSER_LOCK = Extractor("composer.lock", VERSION, extract_composer_lock)
 GEMFILE_LOCK = Extractor("gemfile.lock", "2", extract_gemfile_lock)  # 2: gems from a GIT source

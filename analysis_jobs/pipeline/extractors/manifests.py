@@ -117,7 +117,8 @@ def extract_pyproject(data: bytes) -> dict:
         _poetry_table(poetry.get(key), scope, lines, declared, ("tool", "poetry", key))
     for group, table in sorted((poetry.get("group") or {}).items()):
         _poetry_table((table or {}).get("dependencies"), f"group:{group}", lines, declared, ("tool", "poetry", "group", group, "dependencies"))
-    return {"declared": declared, "locked": []}
+    name = project.get("name") or poetry.get("name")
+    return {"declared": declared, "locked": [], "provides": [["pypi", pypi_name(name)]] if isinstance(name, str) else []}
 
 
 def extract_setup_cfg(data: bytes) -> dict:
@@ -134,7 +135,8 @@ def extract_setup_cfg(data: bytes) -> dict:
     if parser.has_section("options.extras_require"):
         for extra, value in sorted(parser.items("options.extras_require")):
             _pep508_list(entries(value), f"optional:{extra}", lines, declared)
-    return {"declared": declared, "locked": []}
+    name = parser.get("metadata", "name", fallback="").strip()
+    return {"declared": declared, "locked": [], "provides": [["pypi", pypi_name(name)]] if name else []}
 
 
 def extract_pipfile(data: bytes) -> dict:
@@ -216,6 +218,7 @@ def extract_package_json(data: bytes) -> dict:
     if isinstance(document.get("name"), str):  # a package of its own: a workspace's imports of it stay in the repo
         entry, subpaths = _package_exports(document)
         facts["package"] = [document["name"], entry, subpaths]
+        facts["provides"] = [["npm", document["name"]]]
     return facts
 
 
@@ -393,13 +396,14 @@ def extract_pnpm_lock(data: bytes) -> dict:
 # of the entry itself (a package among another's dependencies in a lockfile, one name in two tables).
 POSITIONS = "2"
 REQUIREMENTS = Extractor("requirements", VERSION, extract_requirements)
-PYPROJECT = Extractor("pyproject", POSITIONS, extract_pyproject)
-SETUP_CFG = Extractor("setup.cfg", VERSION, extract_setup_cfg)
+PYPROJECT = Extractor("pyproject", "3", extract_pyproject)  # 3: provides the project's own name
+SETUP_CFG = Extractor("setup.cfg", "2", extract_setup_cfg)  # 2: provides
 PIPFILE = Extractor("pipfile", POSITIONS, extract_pipfile)
 PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
 POETRY_LOCK = Extractor("poetry.lock", POSITIONS, extract_poetry_lock)
 UV_LOCK = Extractor("uv.lock", POSITIONS, extract_uv_lock)
-PACKAGE_JSON = Extractor("package.json", "4", extract_package_json)  # 2: the package's own name and entry; 3: positions; 4: subpath exports
+# package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides
+PACKAGE_JSON = Extractor("package.json", "5", extract_package_json)
 TSCONFIG = Extractor("tsconfig", VERSION, extract_tsconfig)
 PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)
 YARN_LOCK = Extractor("yarn.lock", POSITIONS, extract_yarn_lock)

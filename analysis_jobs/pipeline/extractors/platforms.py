@@ -144,7 +144,9 @@ def extract_helm_chart(data: bytes) -> dict:
         fields = _values(entry)
         if name := _scalar(fields.get("name")):
             declared.append(["helm", name, _scalar(fields.get("version")) or "", "main", _line(entry)])
-    return {"declared": declared, "locked": [], "chart": [_scalar(chart.get("name")) or "", _scalar(chart.get("version")) or ""]}
+    name = _scalar(chart.get("name")) or ""
+    return {"declared": declared, "locked": [], "chart": [name, _scalar(chart.get("version")) or ""],
+            "provides": [["helm", name]] if name else []}
 
 
 # -- Terraform's lockfile ------------------------------------------------------------------------------------
@@ -166,5 +168,5 @@ def extract_terraform_lock(data: bytes) -> dict:
 
 WORKFLOW = Extractor("github-actions", VERSION, extract_workflow)
 KUBERNETES = Extractor("kubernetes", VERSION, extract_kubernetes)
-HELM_CHART = Extractor("helm-chart", VERSION, extract_helm_chart)
+HELM_CHART = Extractor("helm-chart", "2", extract_helm_chart)  # 2: provides
 TERRAFORM_LOCK = Extractor("terraform-lock", VERSION, extract_terraform_lock)

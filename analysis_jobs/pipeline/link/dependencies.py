@@ -25,7 +25,9 @@ class Dependencies(Family):
     """A dependency is direct when a manifest declares it or a lockfile's root depends on it, transitive when only locked.
 
     ``imported`` is filled by the families that resolve imports to a dependency, so that an import of something
-    neither declared nor locked still gets a node (an undeclared dependency).
+    neither declared nor locked still gets a node (an undeclared dependency). A dependency is ``in_repository``
+    when a manifest in the tree is that package (its ``provides``: a workspace package, a sibling crate, the
+    project's own distribution), so that a monorepo's own packages are not counted as what it depends on.
     """
 
     def __init__(self, records):
@@ -34,6 +36,7 @@ class Dependencies(Family):
         self.direct: set[str] = set()
         self.locked: set[str] = set()
         self.imported: set[str] = set()
+        self.provided: set[str] = set()
 
     def reads(self, record):
         return extractor_name(record) in _MANIFEST_NAMES
@@ -45,6 +48,8 @@ class Dependencies(Family):
             self.locked.add(f"dep:{ecosystem}:{name}")
             if direct:
                 self.direct.add(f"dep:{ecosystem}:{name}")
+        for ecosystem, name in facts.get("provides", ()):
+            self.provided.add(f"dep:{ecosystem}:{name}")
 
     def emit(self, record, facts, graph):
         file_id = f"file:{record.path}"
@@ -56,7 +61,7 @@ class Dependencies(Family):
             graph.edge(file_id, "locks", f"dep:{ecosystem}:{name}", {"version": version}, evidence(record, line))
 
     def learnt(self):
-        return [sorted(self.declared), sorted(self.locked), sorted(self.direct)]
+        return [sorted(self.declared), sorted(self.locked), sorted(self.direct), sorted(self.provided)]
 
     def known(self, dependency: str) -> bool:
         """Return whether ``dependency`` has a node whether or not anything imports it."""
@@ -71,6 +76,7 @@ class Dependencies(Family):
             "declared": declared,
             "locked": dependency in self.locked,
             "direct": declared or dependency in self.direct,
+            "in_repository": dependency in self.provided,
         })
 
     def finish(self, graph):
