@@ -100,8 +100,8 @@ def test_the_graph_does_not_depend_on_the_interpreter(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "version_info", (3, 14, 0, "final", 0))
     monkeypatch.setattr(sys, "version", "3.14.0")
     assert analyse(root).hash == here.hash
-    assert python.VERSION == "2"  # the extractor's own version, with no interpreter's in it
-    assert here.nodes["mod:py:m"]["evidence"][0]["extractor"] == "python@2"
+    assert python.VERSION.isdigit()  # the extractor's own version, with no interpreter's in it
+    assert here.nodes["mod:py:m"]["evidence"][0]["extractor"] == f"python@{python.VERSION}"
 
 
 @pytest.mark.parametrize(("imported", "declared"), [
@@ -237,6 +237,32 @@ def test_an_import_says_how_it_is_made(tmp_path):
     assert attrs["dep:pypi:scipy"].get("dynamic") is True
     assert not any(attrs["dep:pypi:requests"].get(kind) for kind in ("type_only", "optional", "local", "dynamic"))
     assert "std:py:__future__" in attrs
+
+
+def test_a_test_that_skips_without_a_module_and_a_suppressed_import_are_optional(tmp_path):
+    # The shapes of pandas' and numpy's test suites, and of a speed-up module that may be missing.
+    root = write_tree(tmp_path / "r", {
+        "tests/test_io.py": (
+            "import contextlib\n"
+            "import pytest\n"
+            "from pytest import importorskip\n"
+            "pa = pytest.importorskip('pyarrow')\n"
+            "yaml = importorskip('yaml', minversion='6')\n"
+            "with contextlib.suppress(ImportError):\n"
+            "    import orjson\n"
+            "with open(__file__), contextlib.suppress(ModuleNotFoundError):\n"
+            "    from ujson import dumps\n"
+            "with open(__file__):\n"
+            "    import requests\n"
+        ),
+    })
+    result = analyse(root)
+    attrs = {edge["dst"]: edge.get("attrs", {}) for edge in result.edges_from("mod:py:tests.test_io", "imports")}
+    assert attrs["dep:pypi:pyarrow"] == {"dynamic": True, "optional": True}
+    assert attrs["dep:pypi:pyyaml"] == {"dynamic": True, "optional": True}
+    assert attrs["dep:pypi:orjson"] == {"optional": True}
+    assert attrs["dep:pypi:ujson"] == {"optional": True}
+    assert attrs["dep:pypi:requests"] == {}
 
 
 def test_calls_through_sessions_and_clients_become_services(tmp_path):

@@ -10,7 +10,8 @@ find is looked at in Python.
 Each import carries the ways it is made, as a sorted list of words:
 
 - ``type_only``: under ``if TYPE_CHECKING:``, so never imported at run time;
-- ``optional``: in the body of a ``try`` whose handlers catch ``ImportError`` (or a base of it);
+- ``optional``: in the body of a ``try`` whose handlers catch ``ImportError`` (or a base of it), or of a
+  ``with suppress(ImportError)``; ``pytest.importorskip("name")`` (a test skipped without it) is optional too;
 - ``local``: inside a function, so imported when it is first called;
 - ``dynamic``: ``importlib.import_module("name")`` (or ``import_module``, ``__import__``) with a literal name.
 
@@ -26,7 +27,7 @@ import warnings
 
 from .base import Extractor, first_syntax_error, http_target
 
-VERSION = "2"
+VERSION = "3"  # 3: pytest.importorskip and with suppress(ImportError) are optional imports
 
 QUERIES = """
 (import_statement) @import
@@ -37,6 +38,10 @@ QUERIES = """
   arguments: (argument_list . (string) @dynamic)
   (#eq? @_lib "importlib") (#eq? @_fn "import_module"))
 (call function: (identifier) @_fn arguments: (argument_list . (string) @dynamic) (#match? @_fn "^(__import__|import_module)$"))
+(call
+  function: [(identifier) @_fn (attribute object: (identifier) @_lib attribute: (identifier) @_fn)]
+  arguments: (argument_list . (string) @skippable)
+  (#eq? @_fn "importorskip"))
 (call
   function: [
     (identifier) @name
@@ -189,6 +194,20 @@ def _catches_import_errors(try_statement) -> bool:
     return False
 
 
+def _suppresses_import_errors(with_statement) -> bool:
+    """Return whether the ``with`` is ``suppress(ImportError)`` (``contextlib.suppress``, any alias of it)."""
+    for clause in with_statement.named_children:
+        for item in clause.named_children if clause.type == "with_clause" else ():
+            call = item.child_by_field_name("value")
+            if call is None or call.type != "call":
+                continue
+            function, arguments = call.child_by_field_name("function"), call.child_by_field_name("arguments")
+            if function is not None and _text(function).rpartition(".")[2] == "suppress" and arguments is not None:
+                if any(_text(argument).rpartition(".")[2] in IMPORT_ERRORS for argument in arguments.named_children):
+                    return True
+    return False
+
+
 def _kinds(node) -> list[str]:
     """Return how the import at ``node`` is made (see the module's docstring), from the statements around it."""
     kinds, child, parent = set(), node, node.parent
@@ -200,6 +219,9 @@ def _kinds(node) -> list[str]:
                 kinds.add("type_only")
         elif parent.type == "try_statement" and child == parent.child_by_field_name("body"):
             if _catches_import_errors(parent):
+                kinds.add("optional")
+        elif parent.type == "with_statement" and child == parent.child_by_field_name("body"):
+            if _suppresses_import_errors(parent):
                 kinds.add("optional")
         child, parent = parent, parent.parent
     return sorted(kinds)
@@ -339,7 +361,9 @@ def extract_python(data: bytes) -> dict:
         if "import" in found:
             statements.append(found["import"][0])
         elif "dynamic" in found:
-            dynamic.append(found["dynamic"][0])
+            dynamic.append((found["dynamic"][0], "dynamic"))
+        elif "skippable" in found:
+            dynamic.append((found["skippable"][0], "optional"))
         elif "call" in found:
             calls.append((found["call"][0], found["name"][0], found.get("receiver", [None])[0], found["arguments"][0]))
         elif "constructor" in found:
@@ -351,10 +375,10 @@ def extract_python(data: bytes) -> dict:
             for name, dotted in bound.items():
                 if name not in aliases or dotted != name:  # ``import a.b`` binds ``a`` unless something else did
                     aliases[name] = dotted
-    for node in dynamic:
+    for node, how in dynamic:
         module = _string(node)
         if module and not module.startswith("."):
-            imports.append([module, 0, [], _line(node), sorted({"dynamic", *_kinds(node)})])
+            imports.append([module, 0, [], _line(node), sorted({"dynamic", how, *_kinds(node)})])
     http = _Calls(aliases)
     for target, constructor, options in clients:
         http.constructed(target, constructor, options)
