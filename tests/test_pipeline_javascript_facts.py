@@ -181,3 +181,17 @@ def test_an_import_of_an_asset_or_a_package_folder_goes_to_that_file(tmp_path):
     assert result.targets("mod:js:app/main.ts", "imports") == [
         "file:app/App.css", "file:app/Button.vue", "file:app/logo.svg", "mod:js:app/gone.css"]
     assert result.nodes["mod:js:app/gone.css"]["attrs"]["missing"] is True
+
+
+def test_an_import_assignment_imports_and_a_namespace_reexport_exports_its_name(tmp_path):
+    # TypeScript's CommonJS form, as older sources and many .d.ts files write it, and ES2020's named re-export.
+    root = write_tree(tmp_path / "r", {
+        "src/legacy.ts": 'import fs = require("fs");\nimport express = require("express");\nimport type Cfg = require("./config");\n',
+        "src/config.ts": "export = {};\n",
+        "src/index.js": 'export * as legacy from "./legacy";\nexport * as "wire format" from "./config";\n',
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:src/legacy.ts", "imports") == ["dep:npm:express", "mod:js:src/config.ts", "std:node:fs"]
+    cfg = next(edge for edge in result.edges_from("mod:js:src/legacy.ts", "imports") if edge["dst"] == "mod:js:src/config.ts")
+    assert cfg["attrs"] == {"type_only": True}
+    assert result.targets("mod:js:src/index.js", "exports") == ["sym:js:src/index.js#legacy", "sym:js:src/index.js#wire format"]

@@ -17,7 +17,8 @@ from .base import Extractor, first_syntax_error, http_target
 # 3: ``keyof readonly T[]`` parses (TypeScript's own ``lib.es2015.symbol.wellknown.d.ts`` was a parse error).
 # 4: ``export declare`` declarations are exports; ``export type *``, variance modifiers with a constraint or a
 # default, ``import("./o").O<T>`` and ``export { x as null }`` parse; an import type is ``type_only``.
-VERSION = "4"
+# 5: TypeScript's ``import x = require("x")`` is an import; ``export * as ns from`` exports ``ns``.
+VERSION = "5"
 
 QUERIES = """
 (import_statement source: (string) @import)
@@ -31,6 +32,9 @@ QUERIES = """
   arguments: (arguments . (_) @axios_member)
   (#eq? @_ax "axios"))
 (ERROR) @error
+"""
+TYPESCRIPT_QUERIES = """
+(import_require_clause source: (string) @import)
 """
 
 AXIOS_METHODS = {"get", "post", "put", "patch", "delete", "head", "options", "request", "create"}
@@ -63,7 +67,8 @@ def _grammar(dialect: str):
             language = tree_sitter.Language(
                 tree_sitter_typescript.language_tsx() if dialect == "tsx" else tree_sitter_typescript.language_typescript()
             )
-    return tree_sitter.Parser(language), tree_sitter.Query(language, QUERIES)
+    queries = QUERIES if dialect == "javascript" else QUERIES + TYPESCRIPT_QUERIES
+    return tree_sitter.Parser(language), tree_sitter.Query(language, queries)
 
 
 def parser(dialect: str):
@@ -203,6 +208,8 @@ def _in_a_type(node) -> bool:
 
 def _import_kinds(node, kind: str) -> list:
     statement = node.parent
+    if statement is not None and statement.type == "import_require_clause":  # import type x = require("x")
+        statement = statement.parent
     if kind == "dynamic":
         return ["type_only"] if _in_a_type(node) else ["dynamic"]  # import("./o").O in a type loads nothing
     if statement is not None and any(child.type == "type" for child in statement.children):
@@ -265,7 +272,10 @@ def _exports(root) -> list:
                             exports.append([_text(name), "variable", line, end])
                 continue
             for clause in statement.named_children:
-                if clause.type == "export_clause":
+                if clause.type == "namespace_export" and clause.named_children:  # export * as ns from "./m"
+                    name = clause.named_children[0]
+                    exports.append([_string_value(name) or _text(name), "reexport", line, end])
+                elif clause.type == "export_clause":
                     for specifier in clause.named_children:
                         if specifier.type == "ERROR" and _is_keyword_alias(specifier) and exports:
                             exports[-1][0] = _text(specifier.children[1])  # export { _null as null }
