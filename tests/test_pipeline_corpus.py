@@ -1,9 +1,11 @@
 """
 The corpus check: one synthetic repository holding every pattern the analysis must get right (a src layout
 with a namespace package, from-imports of submodules, stubs, same-named files, import kinds, newer syntax, an
-import name unlike its distribution, a name imported from a namespace package, a JS workspace with a tsconfig
-alias, variance modifiers, ``export declare`` and ``export type *``, an imported stylesheet, every ecosystem's
-manifest (a Cargo dependency written as a table), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts compared exactly: a fact gained or lost anywhere fails here.
+import name unlike its distribution, a name imported from a namespace package, ``pytest.importorskip``, a JS
+workspace with a tsconfig alias and subpath exports, variance modifiers, ``export declare``, ``export type *`` and
+``export * as``, ``import x = require()``, an imported stylesheet, every ecosystem's manifest (a Cargo dependency
+written as a table, a gem from git), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts
+compared exactly: a fact gained or lost anywhere fails here.
 """
 
 import pytest
@@ -32,7 +34,7 @@ CORPUS = {
     "src/shop/py.typed": "",
     "stubs/shop_ext/__init__.pyi": "from _typeshed import StrPath\n",
     "tests/conftest.py": "import pytest\n",
-    "tests/api/conftest.py": "import pytest\n",
+    "tests/api/conftest.py": "import pytest\nnp = pytest.importorskip('numpy')\n",
     "tools/gen.py": "type Pair[T = int] = tuple[T, T]\nfrom google import genai\n",
     # JavaScript/TypeScript: a workspace package, a tsconfig alias, type-only and dynamic imports, fetch
     "web/package.json": '{"name": "web", "dependencies": {"@acme/ui": "workspace:*", "react": "^18"}}\n',
@@ -46,7 +48,7 @@ CORPUS = {
         'import type { Reader } from "@/api";\nimport { Button } from "@acme/ui";\nimport { Card } from "@acme/ui/card";\nimport React from "react";\nimport "./app.css";\n'
         'const later = import("./later");\nfetch("https://api.example.com/orders", { method: "PUT" });\n'
     ),
-    "web/src/later.ts": "export default 1;\n",
+    "web/src/later.ts": 'import fs = require("fs");\nexport * as api from "./api";\nexport default 1;\n',
     "packages/ui/package.json": '{"name": "@acme/ui", "main": "index.js", "exports": {".": "./index.js", "./card": "./src/card.js"}}\n',
     "packages/ui/index.js": "module.exports = { Button: 1 };\n",
     "packages/ui/src/card.js": 'const { Button } = require("@acme/ui");\n',
@@ -105,7 +107,11 @@ EXPECTED_EDGES = [
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/ui/src/card.js', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/src/api.ts', {'type_only': True}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/src/later.ts', {'dynamic': True}),
+    ('mod:js:web/src/later.ts', 'exports', 'sym:js:web/src/later.ts#api', {}),
     ('mod:js:web/src/later.ts', 'exports', 'sym:js:web/src/later.ts#default', {}),
+    ('mod:js:web/src/later.ts', 'imports', 'mod:js:web/src/api.ts', {}),
+    ('mod:js:web/src/later.ts', 'imports', 'std:node:fs', {}),
+    ('mod:py:tests.api.conftest', 'imports', 'dep:pypi:numpy', {'dynamic': True, 'optional': True}),
     ('mod:py:shop.models', 'imports', 'dep:pypi:django-taggit', {}),
     ('mod:py:shop.models', 'imports', 'mod:py:shop.util.a', {}),
     ('mod:py:shop.models', 'imports', 'mod:py:shop.util.b', {}),
@@ -143,6 +149,7 @@ EXPECTED_NODES = [
     'dep:pypi:django-taggit',
     'dep:pypi:google-genai',
     'dep:pypi:httpx',
+    'dep:pypi:numpy',
     'dep:pypi:orjson',
     'dep:pypi:pytest',
     'dep:pypi:pyyaml',
@@ -167,6 +174,7 @@ EXPECTED_NODES = [
     'mod:py:tests.conftest',
     'mod:py:tools.gen',
     'repo:',
+    'std:node:fs',
     'std:py:__future__',
     'std:py:_typeshed',
     'std:py:importlib',
@@ -177,6 +185,7 @@ EXPECTED_NODES = [
     'sym:js:web/src/api.ts#Cache',
     'sym:js:web/src/api.ts#Reader',
     'sym:js:web/src/api.ts#open',
+    'sym:js:web/src/later.ts#api',
     'sym:js:web/src/later.ts#default',
     'sym:py:shop.plugins.loader.load',
     'sym:py:tools.gen.Pair',
