@@ -183,11 +183,11 @@ def test_an_import_of_an_asset_or_a_package_folder_goes_to_that_file(tmp_path):
     assert result.nodes["mod:js:app/gone.css"]["attrs"]["missing"] is True
 
 
-def test_an_import_assignment_imports_and_a_namespace_reexport_exports_its_name(tmp_path):
+def test_import_and_export_assignments_and_a_namespace_reexport(tmp_path):
     # TypeScript's CommonJS form, as older sources and many .d.ts files write it, and ES2020's named re-export.
     root = write_tree(tmp_path / "r", {
         "src/legacy.ts": 'import fs = require("fs");\nimport express = require("express");\nimport type Cfg = require("./config");\n',
-        "src/config.ts": "export = {};\n",
+        "src/config.ts": "declare const config: { port: number };\nexport = config;\n",
         "src/index.js": 'export * as legacy from "./legacy";\nexport * as "wire format" from "./config";\n',
     })
     result = analyse(root)
@@ -195,3 +195,4 @@ def test_an_import_assignment_imports_and_a_namespace_reexport_exports_its_name(
     cfg = next(edge for edge in result.edges_from("mod:js:src/legacy.ts", "imports") if edge["dst"] == "mod:js:src/config.ts")
     assert cfg["attrs"] == {"type_only": True}
     assert result.targets("mod:js:src/index.js", "exports") == ["sym:js:src/index.js#legacy", "sym:js:src/index.js#wire format"]
+    assert result.targets("mod:js:src/config.ts", "exports") == ["sym:js:src/config.ts#default"]  # export =, typed CommonJS

@@ -17,8 +17,9 @@ from .base import Extractor, first_syntax_error, http_target
 # 3: ``keyof readonly T[]`` parses (TypeScript's own ``lib.es2015.symbol.wellknown.d.ts`` was a parse error).
 # 4: ``export declare`` declarations are exports; ``export type *``, variance modifiers with a constraint or a
 # default, ``import("./o").O<T>`` and ``export { x as null }`` parse; an import type is ``type_only``.
-# 5: TypeScript's ``import x = require("x")`` is an import; ``export * as ns from`` exports ``ns``.
-VERSION = "5"
+# 5: TypeScript's ``import x = require("x")`` is an import; ``export * as ns from`` exports ``ns``. 6: ``export =``
+# is the module's export, as ``module.exports =`` is.
+VERSION = "6"
 
 QUERIES = """
 (import_statement source: (string) @import)
@@ -255,6 +256,9 @@ def _exports(root) -> list:
         if statement.type == "export_statement":
             if any(child.type == "default" for child in statement.children):
                 exports.append(["default", "default", line, end])
+                continue
+            if any(child.type == "=" for child in statement.children):  # export = express: module.exports, typed
+                exports.append(["default", "commonjs", line, end])
                 continue
             declaration = statement.child_by_field_name("declaration")
             if declaration is not None and declaration.type == "ambient_declaration":  # export declare function f()
