@@ -40,6 +40,30 @@ def test_a_base_image_takes_the_arg_defaults_declared_before_the_first_from(tmp_
     ]
 
 
+def test_an_image_a_stage_copies_or_mounts_files_from_is_used_too(tmp_path):
+    # uv's documented shape (COPY --from=ghcr.io/astral-sh/uv), a bind mount from an image, and copies from
+    # stages by name (in another case) and by index, which are no images.
+    root = write_tree(tmp_path / "r", {
+        "Dockerfile": (
+            "FROM python:3.12-slim AS Build\n"
+            "COPY --from=ghcr.io/astral-sh/uv:0.5.11 /uv /uvx /bin/\n"
+            "RUN --mount=type=bind,from=busybox:1.36,source=/bin,target=/x ls /x\n"
+            "COPY --from=$TOOLS /t /t\n"  # the stage's ARG: only a build knows it
+            "FROM scratch\n"
+            "COPY --from=build /app /app\n"
+            "COPY --from=0 /bin/sh /bin/sh\n"
+            "COPY --chown=1:1 --from=nginx:1.27 /etc/nginx /etc/nginx\n"
+        ),
+    })
+    assert edge_rows(analyse(root), "uses_image") == [
+        ("file:Dockerfile", "img:busybox:1.36", {"stage": "Build", "via": "RUN --mount"}, [("Dockerfile", [3, 3], "dockerfile")]),
+        ("file:Dockerfile", "img:ghcr.io/astral-sh/uv:0.5.11", {"stage": "Build", "via": "COPY --from"},
+         [("Dockerfile", [2, 2], "dockerfile")]),
+        ("file:Dockerfile", "img:nginx:1.27", {"stage": "", "via": "COPY --from"}, [("Dockerfile", [8, 8], "dockerfile")]),
+        ("file:Dockerfile", "img:python:3.12-slim", {"stage": "Build"}, [("Dockerfile", [1, 1], "dockerfile")]),
+    ]
+
+
 def test_a_dockerfile_without_a_final_newline_parses_cleanly(tmp_path):
     root = write_tree(tmp_path / "r", {
         "Dockerfile": b"FROM python:3.12-slim AS base\nRUN pip install \\\n  gunicorn\nCMD [\"gunicorn\"]",

@@ -13,7 +13,8 @@ import warnings
 
 from .base import Extractor, first_syntax_error
 
-DOCKERFILE_VERSION = "3"  # 2: a file without a final newline parses cleanly; 3: ARG defaults put in
+# 2: a file without a final newline parses cleanly; 3: ARG defaults put in; 4: COPY --from and RUN --mount images
+DOCKERFILE_VERSION = "4"
 COMPOSE_VERSION = "1"
 TERRAFORM_VERSION = "2"  # 2: variables, outputs, required providers and registry modules
 TERRAFORM_BLOCKS = {"resource", "data", "module", "provider", "variable", "output"}
@@ -81,13 +82,32 @@ def _expanded(text: str, defaults: dict[str, str | None]) -> str:
     return text if unknown else expanded
 
 
+def _copied_from(instruction) -> tuple[str, str] | None:
+    """Return the image ``COPY --from=IMAGE`` or ``RUN --mount=...,from=IMAGE`` reads files from, and how, or None."""
+    if instruction.type == "copy_instruction":
+        for param in instruction.named_children:
+            if param.type == "param" and _text(param).startswith("--from="):
+                return _text(param).removeprefix("--from="), "COPY --from"
+    elif instruction.type == "run_instruction":
+        for mount in instruction.named_children:
+            for value in mount.named_children if mount.type == "mount_param" else ():
+                if _text(value).startswith("from="):
+                    return _text(value).removeprefix("from="), "RUN --mount"
+    return None
+
+
 def extract_dockerfile(data: bytes) -> dict:
     """Each stage's base image, with the ``ARG`` defaults declared before the first ``FROM`` put in (the only
-    ones a ``FROM`` sees); an image that names an earlier stage, or ``scratch``, is none."""
+    ones a ``FROM`` sees); an image that names an earlier stage, or ``scratch``, is none. An image a stage copies
+    or mounts files from (``COPY --from=ghcr.io/astral-sh/uv /uv /bin/``) is used too, in ``copied_images``."""
     # The grammar wants every instruction to end with a newline; one added after the last line moves no line.
     root = grammar_parser("dockerfile").parse(data if data.endswith(b"\n") else data + b"\n").root_node
-    images, stages, defaults, global_scope = [], set(), {}, True
+    images, copied, stages, defaults, global_scope, stage = [], [], set(), {}, True, ""
     for instruction in root.named_children:
+        source = _copied_from(instruction)
+        # A stage by name or index is no image; a variable there is the stage's ARG, whose value only a build knows.
+        if source is not None and source[0].lower() not in stages and not source[0].isdigit() and "$" not in source[0]:
+            copied.append([source[0], instruction.start_point.row + 1, stage, source[1]])
         if instruction.type == "arg_instruction" and global_scope:
             name, default = _arg(instruction)
             defaults[name] = default
@@ -102,9 +122,10 @@ def extract_dockerfile(data: bytes) -> dict:
             if image.lower() != "scratch" and image.lower() not in stages:
                 row = [image, instruction.start_point.row + 1, _text(alias) if alias is not None else ""]
                 images.append(row + [written] if image != written else row)
+        stage = _text(alias) if alias is not None else ""
         if alias is not None:
             stages.add(_text(alias).lower())  # stage names compare without case
-    result = {"images": images}
+    result = {"images": images, "copied_images": copied}
     if root.has_error:
         result["error"] = ["Dockerfile syntax error", _first_error_line(root)]
     return result

@@ -13,6 +13,9 @@ class Iac(Family):
             target = graph.node(f"img:{image}", "image", {"ref": image})
             attrs = {"stage": stage, "written": written[0]} if written else {"stage": stage}
             graph.edge(file_id, "uses_image", target, attrs, evidence(record, line))
+        for image, line, stage, via in facts.get("copied_images", ()):  # via: "COPY --from" or "RUN --mount"
+            target = graph.node(f"img:{image}", "image", {"ref": image})
+            graph.edge(file_id, "uses_image", target, {"stage": stage, "via": via}, evidence(record, line))
         for name, image, build, first, last in facts.get("services", ()):
             service = graph.node(f"compose:{record.path}#{name}", "compose_service", {"name": name, "build": build},
                                  evidence(record, first, last))
