@@ -123,8 +123,8 @@ def extract_dockerfile(data: bytes) -> dict:
                 row = [image, instruction.start_point.row + 1, _text(alias) if alias is not None else ""]
                 images.append(row + [written] if image != written else row)
         stage = _text(alias) if alias is not None else ""
-        if alias is not None:
-            stages.add(_text(alias).lower())  # stage names compare without case
+        if stage:
+            stages.add(stage.lower())  # stage names compare without case
     result = {"images": images, "copied_images": copied}
     if root.has_error:
         result["error"] = ["Dockerfile syntax error", _first_error_line(root)]
