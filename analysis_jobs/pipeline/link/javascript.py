@@ -28,18 +28,26 @@ ASSET_SUFFIXES = frozenset(
 )
 
 
+def star_match(pattern: str, text: str) -> str | None:
+    """Return what the one ``*`` of ``pattern`` stands for in ``text`` (``"./icons/*"`` in ``"./icons/arrow"``:
+    ``"arrow"``), or None when ``pattern`` has no ``*`` or does not match."""
+    prefix, star, suffix = pattern.partition("*")
+    if star and text.startswith(prefix) and text.endswith(suffix) and len(text) >= len(prefix) + len(suffix):
+        return text[len(prefix):len(text) - len(suffix)]
+    return None
+
+
 def exported(subpaths: list, subpath: str) -> str | None:
     """Return the file a package's ``exports`` map ``subpath`` (``"./button"``) to, as Node matches them: the key
     itself, else the pattern with the longest part before its ``*``; None when no key covers it."""
-    best, matched = None, ""
+    best = None  # (the length before the pattern's *, its target, what the * matched)
     for key, target in subpaths:
         if key == subpath:
             return target
-        prefix, star, suffix = key.partition("*")
-        if (star and subpath.startswith(prefix) and subpath.endswith(suffix) and len(subpath) >= len(key) - 1
-                and (best is None or len(prefix) > len(best[0]))):
-            best, matched = (prefix, target), subpath[len(prefix):len(subpath) - len(suffix)]
-    return best[1].replace("*", matched) if best else None
+        matched = star_match(key, subpath)
+        if matched is not None and (best is None or key.index("*") > best[0]):
+            best = (key.index("*"), target, matched)
+    return best[1].replace("*", best[2]) if best else None
 
 
 def is_script(record) -> bool:
@@ -140,11 +148,10 @@ class JavaScript(Family):
         directory = posixpath.dirname(path)
         while True:
             for alias, targets in self.configs.get(directory, ()):
-                prefix, star, suffix = alias.partition("*")
-                if star and spec.startswith(prefix) and spec.endswith(suffix) and len(spec) >= len(prefix) + len(suffix):
-                    matched = spec[len(prefix):len(spec) - len(suffix)]
+                matched = star_match(alias, spec)
+                if matched is not None:
                     return [target.replace("*", matched, 1) for target in targets]
-                if not star and spec == alias:
+                if "*" not in alias and spec == alias:
                     return targets
             if not directory:
                 return None
