@@ -243,10 +243,8 @@ def _package_exports(document: dict) -> tuple[str, list]:
     if isinstance(exports, dict) and any(key.startswith(".") for key in exports):
         subpaths = {key: target for key, value in exports.items() if key.startswith("./") and (target := _export_target(value))}
         exports = exports.get(".")
-    for entry in (_export_target(exports), document.get("module"), document.get("main")):
-        if isinstance(entry, str):
-            return entry, sorted(subpaths.items())
-    return "", sorted(subpaths.items())
+    candidates = (_export_target(exports), document.get("module"), document.get("main"))
+    return next((entry for entry in candidates if isinstance(entry, str)), ""), sorted(subpaths.items())
 
 
 def _without_comments(text: str) -> str:
