@@ -34,6 +34,30 @@ def test_workspace_packages_and_path_aliases_resolve_inside_the_repository(tmp_p
     assert sorted(result.of_kind("dependency")) == ["dep:npm:react"]  # no alias or workspace package invented
 
 
+def test_the_path_alias_with_the_longest_prefix_maps_an_import_whatever_its_order(tmp_path):
+    # TypeScript takes an exact alias first, then the matching pattern with the longest part before its "*".
+    root = write_tree(tmp_path / "app", {
+        "tsconfig.json": (
+            '{"compilerOptions": {"paths": {"@app/*": ["src/*"], "@app/ui/*": ["packages/ui/src/*"],'
+            ' "*": ["types/*"], "@app/ui": ["packages/ui/index.ts"]}}}\n'
+        ),
+        "src/api.ts": "export const api = 1;\n",
+        "packages/ui/src/button.ts": "export const Button = 1;\n",
+        "packages/ui/index.ts": "export const ui = 1;\n",
+        "types/globals.ts": "export type G = 1;\n",
+        "main.ts": (
+            'import { api } from "@app/api";\n'
+            'import { Button } from "@app/ui/button";\n'
+            'import { ui } from "@app/ui";\n'
+            'import type { G } from "globals";\n'
+        ),
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:main.ts", "imports") == [
+        "mod:js:packages/ui/index.ts", "mod:js:packages/ui/src/button.ts", "mod:js:src/api.ts", "mod:js:types/globals.ts",
+    ]
+
+
 def test_a_workspace_packages_subpaths_go_where_its_exports_map_them(tmp_path):
     # The shape of a Turborepo workspace: the ui package exports its components by subpath, none at ".".
     root = write_tree(tmp_path / "turbo", {

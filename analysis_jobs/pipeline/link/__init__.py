@@ -43,8 +43,10 @@ from .python import Python
 # found analysing sentry-sdk's, coverage's and black's sources. 5: a relative JS import of an asset
 # (``./data.json``, ``./App.css``, ``./Button.vue``) goes to that file, not to a missing module. 6: an import of
 # a workspace package's subpath (``@repo/ui/button``) goes where its ``exports`` map it (``./src/button.tsx``).
-# 7: a dependency says whether it is ``in_repository`` (a manifest in the tree is that package).
-VERSION = "7"
+# 7: a dependency says whether it is ``in_repository`` (a manifest in the tree is that package). 8: of the
+# tsconfig ``paths`` aliases that cover an import, the one with the longest prefix maps it, as TypeScript does,
+# not the first in the file.
+VERSION = "8"
 
 
 class Linker:

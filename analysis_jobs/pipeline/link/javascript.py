@@ -37,17 +37,27 @@ def star_match(pattern: str, text: str) -> str | None:
     return None
 
 
-def exported(subpaths: list, subpath: str) -> str | None:
-    """Return the file a package's ``exports`` map ``subpath`` (``"./button"``) to, as Node matches them: the key
-    itself, else the pattern with the longest part before its ``*``; None when no key covers it."""
-    best = None  # (the length before the pattern's *, its target, what the * matched)
-    for key, target in subpaths:
-        if key == subpath:
-            return target
-        matched = star_match(key, subpath)
+def best_match(keys, text: str):
+    """Return ``(value, what the * matched)`` for the key of ``keys`` (pairs of key and value) that covers
+    ``text`` as Node picks an ``exports`` key and TypeScript a ``paths`` alias: the key itself (the match then
+    None), else the pattern with the longest part before its ``*``. None when no key covers it."""
+    best = None  # (the length before the pattern's *, its value, what the * matched)
+    for key, value in keys:
+        if key == text:
+            return value, None
+        matched = star_match(key, text)
         if matched is not None and (best is None or key.index("*") > best[0]):
-            best = (key.index("*"), target, matched)
-    return best[1].replace("*", best[2]) if best else None
+            best = (key.index("*"), value, matched)
+    return best[1:] if best else None
+
+
+def exported(subpaths: list, subpath: str) -> str | None:
+    """Return the file a package's ``exports`` map ``subpath`` (``"./button"``) to; None when no key covers it."""
+    found = best_match(subpaths, subpath)
+    if found is None:
+        return None
+    target, matched = found
+    return target if matched is None else target.replace("*", matched)
 
 
 def is_script(record) -> bool:
@@ -144,15 +154,14 @@ class JavaScript(Family):
         return graph.node(f"mod:js:{base}", "module", {"language": "javascript", "name": base, "missing": True})
 
     def _aliased(self, path: str, spec: str) -> list[str] | None:
-        """Return the stems a ``paths`` alias of the nearest tsconfig maps ``spec`` to, or None if none covers it."""
+        """Return the stems the ``paths`` alias of the nearest tsconfig that covers ``spec`` maps it to (the alias
+        itself, else the one with the longest prefix, whatever their order), or None if none covers it."""
         directory = posixpath.dirname(path)
         while True:
-            for alias, targets in self.configs.get(directory, ()):
-                matched = star_match(alias, spec)
-                if matched is not None:
-                    return [target.replace("*", matched, 1) for target in targets]
-                if "*" not in alias and spec == alias:
-                    return targets
+            found = best_match(self.configs.get(directory, ()), spec)
+            if found is not None:
+                targets, matched = found
+                return targets if matched is None else [target.replace("*", matched, 1) for target in targets]
             if not directory:
                 return None
             directory = posixpath.dirname(directory)
