@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from analysis_jobs.exceptions import JobCancelled
-from analysis_jobs.pipeline import parsing
+from analysis_jobs.pipeline import parsing, repository
 from analysis_jobs.pipeline.config import PipelineConfig
 from analysis_jobs.pipeline.extractors import ALL, BY_KEY, PYTHON, extractor_for
 from analysis_jobs.pipeline.parsing import ParseProcessFailed, Parsers, facts_of
+from analysis_jobs.pipeline.repository import MemoryFactsCache
 from bench import monorepo
 from tests.pipeline_support import analyse, write_tree
 from tests.test_pipeline_corpus import CORPUS
@@ -41,6 +42,45 @@ def test_over_processes_the_document_is_the_same_byte_for_byte(tmp_path):
     assert shared.stats["parse_processes"] == 2
     assert shared.stats["parsed"] == here.stats["parsed"] > 600
     assert shared.text == here.text
+
+
+def test_the_worker_reads_the_next_batch_while_the_last_one_is_parsed(tmp_path, monkeypatch):
+    events = []
+
+    class Cache(MemoryFactsCache):
+        def get_many(self, keys):  # the look-up of the facts of the files a batch has just read
+            events.append(("read", len(keys)))
+            return super().get_many(keys)
+
+        def put_many(self, facts):
+            events.append(("cached", len(facts)))
+            super().put_many(facts)
+
+    class Spy(Parsers):
+        def start(self, work):
+            events.append(("parsing", len(work)))
+            return super().start(work)
+
+    monkeypatch.setattr(repository, "Parsers", Spy)
+    source = write_tree(tmp_path / "r", {f"m{i}.py": f"import m{i + 1}\n" for i in range(5)})
+
+    analyse(source, cache=Cache(), batch_files=2)
+
+    assert events == [
+        ("read", 2), ("parsing", 2),
+        ("read", 2), ("parsing", 2), ("cached", 2),  # the first batch's facts wait until the second is read
+        ("read", 1), ("parsing", 1), ("cached", 2),
+        ("cached", 1),
+    ]
+
+
+def test_a_content_being_parsed_is_not_parsed_again_for_the_next_batch(tmp_path):
+    source = write_tree(tmp_path / "r", {"a/__init__.py": "", "b/__init__.py": "", "c/__init__.py": "", "c/x.py": "import a\n"})
+
+    result = analyse(source, batch_files=1)
+
+    assert (result.stats["parsed"], result.stats["cached"]) == (2, 2)
+    assert result.text == analyse(source).text
 
 
 def test_a_batch_with_few_files_to_parse_is_parsed_in_the_workers_own_process(tmp_path):

@@ -73,27 +73,44 @@ class Parsers:
     def facts(self, work: list[tuple[Extractor, bytes]], check=lambda: None) -> list[str]:
         """Return the facts text of each pair of ``work``, calling ``check`` before each file is parsed here or
         as each file's facts come back from a process (so a cancellation stops the parsing part-way)."""
+        return self.start(work).texts(check)
+
+    def start(self, work: list[tuple[Extractor, bytes]]) -> "Parsing":
+        """Start parsing ``work`` and return it in progress: the processes parse it while the worker goes on (to
+        read the next batch), and ``texts`` waits for it. Parsed in the worker's own process, a file is parsed
+        only when ``texts`` asks for it."""
         if self.processes < 2 or len(work) < self.shared_from:
-            texts = []
-            for extractor, data in work:
-                check()
-                texts.append(self.function(extractor.key, data))
-            return texts
+            return Parsing(len(work), (self.function(extractor.key, data) for extractor, data in work))
         if self._pool is None:
             # Spawned, not forked: the worker has threads (its heartbeat) and database connections to leave behind.
             self._pool = ProcessPoolExecutor(self.processes, multiprocessing.get_context("spawn"), _start_parsing_process)
             self.started = self.processes
         keys, datas = [extractor.key for extractor, _ in work], [data for _, data in work]
-        texts = []
         try:
-            for text in self._pool.map(self.function, keys, datas, chunksize=max(1, len(work) // (4 * self.processes))):
-                check()
-                texts.append(text)
+            return Parsing(len(work), self._pool.map(self.function, keys, datas, chunksize=max(1, len(work) // (4 * self.processes))))
         except BrokenProcessPool as error:
             raise ParseProcessFailed() from error
-        return texts
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+class Parsing:
+    """The facts texts of a batch being parsed, in its order, as ``Parsers.start`` began it."""
+
+    def __init__(self, count: int, texts):
+        self.count = count
+        self._texts = texts
+
+    def texts(self, check=lambda: None) -> list[str]:
+        """Return every text, calling ``check`` before each one is waited for (or parsed here)."""
+        texts = []
+        try:
+            for _ in range(self.count):
+                check()
+                texts.append(next(self._texts))
+        except BrokenProcessPool as error:
+            raise ParseProcessFailed() from error
+        return texts

@@ -337,6 +337,7 @@ class RepositoryPipeline:
         records: list[FileRecord] = []
         config, pending, total, entries = self.config, [], 0, []
         parsers = Parsers(config.extract_processes)
+        parsing = None  # the batch whose files the processes parse while the next one is read
         try:
             # The listing (up to one entry past the budget) is whole before any file is read, so the files read
             # before, with the cached facts of their contents, are looked up at once: per batch, the round
@@ -361,9 +362,9 @@ class RepositoryPipeline:
                     raise ResourceExceeded(f"The source holds more than {config.max_total_bytes} bytes (the ANALYSIS_MAX_TOTAL_BYTES budget).")
                 pending.append(entry)
                 if len(pending) >= config.batch_files:
-                    self._read_batch(state, source, pending, records, check, remembered, parsers)
+                    parsing = self._read_batch(state, source, pending, records, check, remembered, parsers, parsing)
                     pending = []
-            self._read_batch(state, source, pending, records, check, remembered, parsers)
+            self._read_batch(state, source, pending, records, check, remembered, parsers, parsing).finish()
         finally:
             parsers.close()
             source.close()
@@ -451,19 +452,20 @@ class RepositoryPipeline:
         if sealed is not None:
             raise SnapshotReused(sealed)
 
-    def _read_batch(self, state, source, entries, records, check, remembered, parsers) -> None:
-        """Add each of ``entries`` to ``records`` with its facts, reading no file whose stamp was seen with them.
+    def _read_batch(self, state, source, entries, records, check, remembered, parsers, previous: "BatchParsing | None") -> "BatchParsing":
+        """Add each of ``entries`` to ``records``, reading no file whose stamp was seen with its facts, and start
+        parsing what has no facts yet; then finish ``previous`` (the batch before, parsed meanwhile). Return this
+        batch's parsing, to be finished after the next batch is read, or last.
 
         ``remembered`` holds the digests of the files read before, by stamp, and the cached facts of their
         contents. A file is read at most once: for its digest, or (a git blob whose digest is known but not its
         facts, as after an extractor's version changes) for its facts. A directory's file in that case is read
         as one never seen, digest and all: unlike a blob's, its bytes can have changed since they were stamped.
-        Facts are parsed (by ``parsers``) only when neither the cache nor this batch has them.
+        Facts are parsed (by ``parsers``) only when neither the cache, this batch nor the one before has them.
         """
-        if not entries:
-            return
         limit, stats = self.config.max_file_bytes, state.values["stats"]
         seen, known = remembered
+        in_progress = previous.parse if previous is not None else {}
         readers = {entry.path: extractor_for(entry.path) for entry in entries}  # unless the file is binary
         digests = {}  # by path
         for entry in entries:
@@ -504,20 +506,35 @@ class RepositoryPipeline:
         for entry, data in source.read(unparsed, limit):  # git blobs, known by digest only
             stats["read"] += 1
             contents[entry.path] = data
-        parse = {}  # what neither the cache nor an earlier file of this batch has: (sha256, key) -> (extractor, bytes)
+        parse = {}  # what neither the cache nor an earlier file has: (sha256, key) -> (extractor, bytes)
         for record, extractor, entry in wanted:
             key = (record.sha256, extractor.key)
-            if key not in known and key not in parse:
+            if key not in known and key not in parse and key not in in_progress:
                 parse[key] = (extractor, contents[entry.path])
 
         def checked():
             check()
             self._within_time(state)
 
-        found = dict(zip(parse, parsers.facts(list(parse.values()), checked)))
-        stats["parsed"] += len(found)
-        stats["cached"] += len(wanted) - len(found)
-        for record, extractor, entry in wanted:
-            key = (record.sha256, extractor.key)
-            record.facts = known[key] if key in known else found[key]
+        parsing = BatchParsing(wanted, parse, parsers.start(list(parse.values())), known, self.cache, stats, checked)
+        if previous is not None:
+            previous.finish()
+        return parsing
+
+
+class BatchParsing:
+    """A batch of files whose facts are being parsed: ``finish`` waits for them, gives each record its facts and
+    caches the new ones."""
+
+    def __init__(self, wanted, parse, parsing, known, cache, stats, check):
+        self.wanted, self.parse, self.parsing = wanted, parse, parsing
+        self.known, self.cache, self.stats, self.check = known, cache, stats, check
+
+    def finish(self) -> None:
+        found = dict(zip(self.parse, self.parsing.texts(self.check)))
+        self.stats["parsed"] += len(found)
+        self.stats["cached"] += len(self.wanted) - len(found)
+        self.known.update(found)  # the next batch's files of the same contents take their facts from here
+        for record, extractor, _ in self.wanted:
+            record.facts = self.known[(record.sha256, extractor.key)]
         self.cache.put_many(found)
