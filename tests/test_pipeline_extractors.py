@@ -245,6 +245,30 @@ def test_python_lockfiles_lock_versions_direct_or_transitive(tmp_path):
     }
 
 
+
+def test_a_lockfiles_package_from_a_local_folder_is_not_locked(tmp_path):
+    # A path dependency on the repository's own library, as poetry and uv write it; a git or wheel-file source
+    # still pins a version of somebody else's package.
+    root = write_tree(tmp_path / "m", {
+        "app/poetry.lock": (
+            "[[package]]\nname = 'acme-common'\nversion = '0.3.0'\ndevelop = true\n\n"
+            "[package.source]\ntype = 'directory'\nurl = '../libs/common'\n\n"
+            "[[package]]\nname = 'flask'\nversion = '3.0.0'\n\n[package.source]\ntype = 'git'\n"
+            "url = 'https://github.com/pallets/flask.git'\nreference = 'main'\nresolved_reference = 'abc123'\n"
+        ),
+        "uv.lock": (
+            "version = 1\n[[package]]\nname = 'svc'\nversion = '0.1.0'\nsource = { virtual = '.' }\n"
+            "dependencies = [{ name = 'acme-common' }, { name = 'vendored' }]\n\n"
+            "[[package]]\nname = 'acme-common'\nversion = '0.3.0'\nsource = { directory = 'libs/common' }\n\n"
+            "[[package]]\nname = 'vendored'\nversion = '1.0'\nsource = { path = 'wheels/vendored-1.0-py3-none-any.whl' }\n"
+        ),
+    })
+    result = analyse(root)
+    assert dependency_edges(result, "locks") == [
+        ("app/poetry.lock", "dep:pypi:flask", (("version", "3.0.0"),), 11),
+        ("uv.lock", "dep:pypi:vendored", (("version", "1.0"),), 14),
+    ]
+
 def test_npm_manifests_and_lockfiles(tmp_path):
     package_lock = {
         "lockfileVersion": 3,

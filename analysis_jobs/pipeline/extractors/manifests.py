@@ -160,18 +160,22 @@ def extract_pipfile_lock(data: bytes) -> dict:
 
 
 def extract_poetry_lock(data: bytes) -> dict:
+    """Every package but those from a local folder (``[package.source] type = "directory"``): a path dependency
+    is a project of the repository (or beside it), not a version the lock pins, as a Cargo crate with no source."""
     text = decode(data)
     document = tomllib.loads(text)
     at = Lines(text).array_tables("package", "name")
     locked = [
         ["pypi", pypi_name(package["name"]), str(package.get("version", "")), at[index] if index < len(at) else 1, None]
         for index, package in enumerate(document.get("package") or ())
-        if isinstance(package, dict) and package.get("name")
+        if isinstance(package, dict) and package.get("name") and (package.get("source") or {}).get("type") != "directory"
     ]
     return {"declared": [], "locked": locked}
 
 
 def extract_uv_lock(data: bytes) -> dict:
+    """The packages the roots (the workspace's ``editable`` and ``virtual`` projects) lock, direct when a root
+    depends on them; a package from a local folder (``source = { directory = ... }``) is left out, as poetry's."""
     text = decode(data)
     document = tomllib.loads(text)
     at = Lines(text).array_tables("package", "name")
@@ -189,7 +193,7 @@ def extract_uv_lock(data: bytes) -> dict:
     locked = []
     for index, package in packages:
         name = pypi_name(package["name"])
-        if name in root_names:
+        if name in root_names or "directory" in (package.get("source") or {}):
             continue
         locked.append(["pypi", name, str(package.get("version", "")), at[index] if index < len(at) else 1, name in direct if roots else None])
     return {"declared": [], "locked": locked}
@@ -398,8 +402,8 @@ PYPROJECT = Extractor("pyproject", "3", extract_pyproject)  # 3: provides the pr
 SETUP_CFG = Extractor("setup.cfg", "2", extract_setup_cfg)  # 2: provides
 PIPFILE = Extractor("pipfile", POSITIONS, extract_pipfile)
 PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
-POETRY_LOCK = Extractor("poetry.lock", POSITIONS, extract_poetry_lock)
-UV_LOCK = Extractor("uv.lock", POSITIONS, extract_uv_lock)
+POETRY_LOCK = Extractor("poetry.lock", "3", extract_poetry_lock)  # 3: no package from a local folder
+UV_LOCK = Extractor("uv.lock", "3", extract_uv_lock)  # 3: no package from a local folder
 # package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides
 PACKAGE_JSON = Extractor("package.json", "5", extract_package_json)
 TSCONFIG = Extractor("tsconfig", VERSION, extract_tsconfig)
