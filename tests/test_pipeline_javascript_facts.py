@@ -220,3 +220,18 @@ def test_import_and_export_assignments_and_a_namespace_reexport(tmp_path):
     assert cfg["attrs"] == {"type_only": True}
     assert result.targets("mod:js:src/index.js", "exports") == ["sym:js:src/index.js#legacy", "sym:js:src/index.js#wire format"]
     assert result.targets("mod:js:src/config.ts", "exports") == ["sym:js:src/config.ts#default"]  # export =, typed CommonJS
+
+
+def test_destructuring_exports_and_subscript_commonjs_exports_export_each_name(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        "src/env.ts": (
+            "export const { API_URL, TIMEOUT: timeout, RETRIES = 3, nested: { DEPTH }, ...others } = process.env;\n"
+            "export let [first, , second = 2, ...rest] = pair;\n"
+        ),
+        "lib/index.js": 'exports["default"] = main;\nmodule.exports[\'helper\'] = helper;\nexports[key] = computed;\n',
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:src/env.ts", "exports") == [
+        f"sym:js:src/env.ts#{name}" for name in sorted(["API_URL", "timeout", "RETRIES", "DEPTH", "others", "first", "second", "rest"])
+    ]
+    assert result.targets("mod:js:lib/index.js", "exports") == ["sym:js:lib/index.js#default", "sym:js:lib/index.js#helper"]

@@ -18,8 +18,9 @@ from .base import Extractor, first_syntax_error, http_target
 # 4: ``export declare`` declarations are exports; ``export type *``, variance modifiers with a constraint or a
 # default, ``import("./o").O<T>`` and ``export { x as null }`` parse; an import type is ``type_only``.
 # 5: TypeScript's ``import x = require("x")`` is an import; ``export * as ns from`` exports ``ns``. 6: ``export =``
-# is the module's export, as ``module.exports =`` is.
-VERSION = "6"
+# is the module's export, as ``module.exports =`` is. 7: each name a destructuring ``export const {a, b} = o``
+# binds is exported, and so is ``exports["name"] =``.
+VERSION = "7"
 
 QUERIES = """
 (import_statement source: (string) @import)
@@ -272,8 +273,8 @@ def _exports(root) -> list:
                 elif declaration.type in ("lexical_declaration", "variable_declaration"):
                     for declarator in declaration.named_children:
                         name = declarator.child_by_field_name("name") if declarator.type == "variable_declarator" else None
-                        if name is not None and name.type == "identifier":
-                            exports.append([_text(name), "variable", line, end])
+                        if name is not None:  # export const {a, b: c} = obj, export let [x, y] = pair: each name
+                            exports.extend([bound, "variable", line, end] for bound in _bound_names(name))
                 continue
             for clause in statement.named_children:
                 if clause.type == "namespace_export" and clause.named_children:  # export * as ns from "./m"
@@ -292,10 +293,28 @@ def _exports(root) -> list:
     return exports
 
 
+def _bound_names(pattern) -> list[str]:
+    """Return the names a declarator's ``pattern`` binds, in order: an identifier's own, or each one a
+    destructuring pattern binds (``{a, b: c, d = 1, ...rest}``, ``[x, , y]``), not its keys or defaults."""
+    if pattern.type in ("identifier", "shorthand_property_identifier_pattern"):
+        return [_text(pattern)]
+    if pattern.type in ("pair_pattern", "assignment_pattern", "object_assignment_pattern"):
+        bound = pattern.child_by_field_name("value" if pattern.type == "pair_pattern" else "left")
+        return _bound_names(bound) if bound is not None else []
+    if pattern.type in ("object_pattern", "array_pattern", "rest_pattern"):
+        return [name for child in pattern.named_children for name in _bound_names(child)]
+    return []
+
+
 def _commonjs_exports(expression, line, end) -> list:
     if expression.type != "assignment_expression":
         return []
     left, right = expression.child_by_field_name("left"), expression.child_by_field_name("right")
+    if left is not None and left.type == "subscript_expression":  # exports["name"] = ..., as compilers write it
+        owner, index = left.child_by_field_name("object"), left.child_by_field_name("index")
+        if owner is not None and index is not None and index.type == "string" and _text(owner) in ("exports", "module.exports"):
+            return [[_string_value(index), "commonjs", line, end]]
+        return []
     if left is None or left.type != "member_expression":
         return []
     target = _text(left)
