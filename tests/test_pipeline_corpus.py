@@ -3,7 +3,8 @@ The corpus check: one synthetic repository holding every pattern the analysis mu
 with a namespace package, from-imports of submodules, stubs, same-named files, import kinds, newer syntax, an
 import name unlike its distribution, a name imported from a namespace package, ``pytest.importorskip``, a JS
 workspace with a tsconfig alias and subpath exports, variance modifiers, ``export declare``, ``export type *`` and
-``export * as``, ``import x = require()``, an imported stylesheet, every ecosystem's manifest (a Cargo dependency
+``export * as``, destructuring and ``exports["x"]`` exports, ``import x = require()``, an imported stylesheet,
+nested tsconfig aliases, a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency
 written as a table, a gem from git), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts
 compared exactly: a fact gained or lost anywhere fails here.
 """
@@ -38,7 +39,8 @@ CORPUS = {
     "tools/gen.py": "type Pair[T = int] = tuple[T, T]\nfrom google import genai\n",
     # JavaScript/TypeScript: a workspace package, a tsconfig alias, type-only and dynamic imports, fetch
     "web/package.json": '{"name": "web", "dependencies": {"@acme/ui": "workspace:*", "react": "^18"}}\n',
-    "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"]}},\n}\n',
+    "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"], "@/env/*": ["config/*"]}},\n}\n',
+    "web/config/env.ts": "export const { API_URL, ...others } = process.env;\n",  # a destructuring export
     "web/src/api.ts": (
         "export interface Reader<out T> { read(): T }\nexport interface Cache<in out K, out V = never> {}\n"
         'export declare function open(): void;\nexport type * from "./later";\n'
@@ -46,11 +48,11 @@ CORPUS = {
     "web/src/app.css": "body {}\n",
     "web/src/app.tsx": (
         'import type { Reader } from "@/api";\nimport { Button } from "@acme/ui";\nimport { Card } from "@acme/ui/card";\nimport React from "react";\nimport "./app.css";\n'
-        'const later = import("./later");\nfetch("https://api.example.com/orders", { method: "PUT" });\n'
+        'import { API_URL } from "@/env/env";\nconst later = import("./later");\nfetch("https://api.example.com/orders", { method: "PUT" });\n'
     ),
     "web/src/later.ts": 'import fs = require("fs");\nexport * as api from "./api";\nexport default 1;\n',
     "packages/ui/package.json": '{"name": "@acme/ui", "main": "index.js", "exports": {".": "./index.js", "./card": "./src/card.js"}}\n',
-    "packages/ui/index.js": "module.exports = { Button: 1 };\n",
+    "packages/ui/index.js": 'module.exports = { Button: 1 };\nexports["Icon"] = 2;\n',
     "packages/ui/src/card.js": 'const { Button } = require("@acme/ui");\n',
     # Other ecosystems
     "svc/go.mod": "module example.com/svc\n\nrequire (\n\tgithub.com/google/uuid v1.6.0\n\tgolang.org/x/sys v0.20.0 // indirect\n)\n",
@@ -61,6 +63,10 @@ CORPUS = {
     "ruby/Gemfile.lock": (
         "GIT\n  remote: https://github.com/rack/rack-session.git\n  revision: 4b8d0e8\n  specs:\n    rack-session (2.0.0)\n\n"
         "PATH\n  remote: .\n  specs:\n    app (0.1.0)\n\nGEM\n  specs:\n    rack (3.0.9)\n\nDEPENDENCIES\n  app!\n  rack\n  rack-session!\n"
+    ),
+    "legacy/poetry.lock": (  # a path dependency is not a locked package
+        '[[package]]\nname = "shop"\nversion = "0.1.0"\n\n[package.source]\ntype = "directory"\nurl = ".."\n\n'
+        '[[package]]\nname = "requests"\nversion = "2.32.3"\n'
     ),
     "legacy/setup.py": "from setuptools import setup\nrequires = ['requests>=2']\nsetup(install_requires=requires)\n",
     # Where it runs
@@ -81,6 +87,7 @@ EXPECTED_EDGES = [
     ('file:infra/main.tf', 'declares', 'dep:terraform:hashicorp/aws', {'scope': 'provider', 'spec': '~> 5.0'}),
     ('file:infra/main.tf', 'defines', 'tf:infra:variable.region', {}),
     ('file:java/pom.xml', 'declares', 'dep:maven:junit:junit', {'scope': 'compile', 'spec': '4.13.2'}),
+    ('file:legacy/poetry.lock', 'locks', 'dep:pypi:requests', {'version': '2.32.3'}),
     ('file:legacy/setup.py', 'declares', 'dep:pypi:requests', {'scope': 'main', 'spec': '>=2'}),
     ('file:net/App.csproj', 'declares', 'dep:nuget:serilog', {'scope': 'main', 'spec': '3.1.1'}),
     ('file:php/composer.json', 'declares', 'dep:composer:monolog/monolog', {'scope': 'main', 'spec': '^3.0'}),
@@ -95,7 +102,10 @@ EXPECTED_EDGES = [
     ('file:web/package.json', 'declares', 'dep:npm:react', {'scope': 'main', 'spec': '^18'}),
     ('k8s:deploy/web.yaml#Deployment//web', 'uses_image', 'img:shop/web:1.0', {}),
     ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Button', {}),
+    ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Icon', {}),
     ('mod:js:packages/ui/src/card.js', 'imports', 'mod:js:packages/ui/index.js', {}),
+    ('mod:js:web/config/env.ts', 'exports', 'sym:js:web/config/env.ts#API_URL', {}),
+    ('mod:js:web/config/env.ts', 'exports', 'sym:js:web/config/env.ts#others', {}),
     ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#Cache', {}),
     ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#Reader', {}),
     ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#open', {}),
@@ -104,6 +114,7 @@ EXPECTED_EDGES = [
     ('mod:js:web/src/app.tsx', 'calls', 'svc:api.example.com', {'client': 'fetch', 'method': 'PUT', 'url': 'https://api.example.com/orders'}),
     ('mod:js:web/src/app.tsx', 'imports', 'dep:npm:react', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/ui/index.js', {}),
+    ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/config/env.ts', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/ui/src/card.js', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/src/api.ts', {'type_only': True}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/src/later.ts', {'dynamic': True}),
@@ -160,6 +171,7 @@ EXPECTED_NODES = [
     'k8s:deploy/web.yaml#Deployment//web',
     'mod:js:packages/ui/index.js',
     'mod:js:packages/ui/src/card.js',
+    'mod:js:web/config/env.ts',
     'mod:js:web/src/api.ts',
     'mod:js:web/src/app.tsx',
     'mod:js:web/src/later.ts',
@@ -182,6 +194,9 @@ EXPECTED_NODES = [
     'svc:api.example.com',
     'svc:pay.example.com',
     'sym:js:packages/ui/index.js#Button',
+    'sym:js:packages/ui/index.js#Icon',
+    'sym:js:web/config/env.ts#API_URL',
+    'sym:js:web/config/env.ts#others',
     'sym:js:web/src/api.ts#Cache',
     'sym:js:web/src/api.ts#Reader',
     'sym:js:web/src/api.ts#open',
