@@ -57,14 +57,15 @@ def test_the_worker_reads_the_next_batch_while_the_last_one_is_parsed(tmp_path, 
             super().put_many(facts)
 
     class Spy(Parsers):
-        def start(self, work):
+        def start(self, work, check):
             events.append(("parsing", len(work)))
-            return super().start(work)
+            return super().start(work, check)
 
     monkeypatch.setattr(repository, "Parsers", Spy)
+    monkeypatch.setattr(parsing, "SHARED_FROM", 1)
     source = write_tree(tmp_path / "r", {f"m{i}.py": f"import m{i + 1}\n" for i in range(5)})
 
-    analyse(source, cache=Cache(), batch_files=2)
+    result = analyse(source, cache=Cache(), batch_files=2, extract_processes=2)
 
     assert events == [
         ("read", 2), ("parsing", 2),
@@ -72,6 +73,7 @@ def test_the_worker_reads_the_next_batch_while_the_last_one_is_parsed(tmp_path, 
         ("read", 1), ("parsing", 1), ("cached", 2),
         ("cached", 1),
     ]
+    assert result.stats["parse_processes"] == 2
 
 
 def test_a_content_being_parsed_is_not_parsed_again_for_the_next_batch(tmp_path):

@@ -73,23 +73,28 @@ class Parsers:
     def facts(self, work: list[tuple[Extractor, bytes]], check=lambda: None) -> list[str]:
         """Return the facts text of each pair of ``work``, calling ``check`` before each file is parsed here or
         as each file's facts come back from a process (so a cancellation stops the parsing part-way)."""
-        return self.start(work).texts(check)
+        return self.start(work, check).texts()
 
-    def start(self, work: list[tuple[Extractor, bytes]]) -> "Parsing":
+    def start(self, work: list[tuple[Extractor, bytes]], check=lambda: None) -> "Parsing":
         """Start parsing ``work`` and return it in progress: the processes parse it while the worker goes on (to
-        read the next batch), and ``texts`` waits for it. Parsed in the worker's own process, a file is parsed
-        only when ``texts`` asks for it."""
+        read the next batch) until it asks for the ``texts``. In the worker's own process it is parsed at once,
+        as nothing else could run meanwhile."""
         if self.processes < 2 or len(work) < self.shared_from:
-            return Parsing(len(work), (self.function(extractor.key, data) for extractor, data in work))
+            texts = []
+            for extractor, data in work:
+                check()
+                texts.append(self.function(extractor.key, data))
+            return Parsing(texts)
         if self._pool is None:
             # Spawned, not forked: the worker has threads (its heartbeat) and database connections to leave behind.
             self._pool = ProcessPoolExecutor(self.processes, multiprocessing.get_context("spawn"), _start_parsing_process)
             self.started = self.processes
         keys, datas = [extractor.key for extractor, _ in work], [data for _, data in work]
         try:
-            return Parsing(len(work), self._pool.map(self.function, keys, datas, chunksize=max(1, len(work) // (4 * self.processes))))
+            coming = self._pool.map(self.function, keys, datas, chunksize=max(1, len(work) // (4 * self.processes)))
         except BrokenProcessPool as error:
             raise ParseProcessFailed() from error
+        return Parsing(coming, len(work), check)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -98,18 +103,19 @@ class Parsers:
 
 
 class Parsing:
-    """The facts texts of a batch being parsed, in its order, as ``Parsers.start`` began it."""
+    """The facts texts of a batch, in its order: parsed already, or ``count`` of them coming back from the
+    processes, ``check`` called before each is waited for."""
 
-    def __init__(self, count: int, texts):
-        self.count = count
-        self._texts = texts
+    def __init__(self, texts, count: int | None = None, check=lambda: None):
+        self._texts, self._count, self._check = texts, count, check
 
-    def texts(self, check=lambda: None) -> list[str]:
-        """Return every text, calling ``check`` before each one is waited for (or parsed here)."""
+    def texts(self) -> list[str]:
+        if self._count is None:
+            return self._texts
         texts = []
         try:
-            for _ in range(self.count):
-                check()
+            for _ in range(self._count):
+                self._check()
                 texts.append(next(self._texts))
         except BrokenProcessPool as error:
             raise ParseProcessFailed() from error

@@ -465,7 +465,7 @@ class RepositoryPipeline:
         """
         limit, stats = self.config.max_file_bytes, state.values["stats"]
         seen, known = remembered
-        in_progress = previous.parse if previous is not None else {}
+        in_progress = set(previous.keys) if previous is not None else set()
         readers = {entry.path: extractor_for(entry.path) for entry in entries}  # unless the file is binary
         digests = {}  # by path
         for entry in entries:
@@ -516,7 +516,8 @@ class RepositoryPipeline:
             check()
             self._within_time(state)
 
-        parsing = BatchParsing(wanted, parse, parsers.start(list(parse.values())), known, self.cache, stats, checked)
+        parsing = BatchParsing(wanted, list(parse), parsers.start(list(parse.values()), checked), known, self.cache, stats)
+        del parse, contents  # with the parsing started, the bytes are the processes' (or parsed already)
         if previous is not None:
             previous.finish()
         return parsing
@@ -526,12 +527,12 @@ class BatchParsing:
     """A batch of files whose facts are being parsed: ``finish`` waits for them, gives each record its facts and
     caches the new ones."""
 
-    def __init__(self, wanted, parse, parsing, known, cache, stats, check):
-        self.wanted, self.parse, self.parsing = wanted, parse, parsing
-        self.known, self.cache, self.stats, self.check = known, cache, stats, check
+    def __init__(self, wanted, keys: list, parsing, known, cache, stats):
+        self.wanted, self.keys, self.parsing = wanted, keys, parsing  # keys: (sha256, extractor key), in parsing order
+        self.known, self.cache, self.stats = known, cache, stats
 
     def finish(self) -> None:
-        found = dict(zip(self.parse, self.parsing.texts(self.check)))
+        found = dict(zip(self.keys, self.parsing.texts()))
         self.stats["parsed"] += len(found)
         self.stats["cached"] += len(self.wanted) - len(found)
         self.known.update(found)  # the next batch's files of the same contents take their facts from here
