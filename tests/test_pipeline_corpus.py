@@ -4,7 +4,7 @@ with a namespace package, from-imports of submodules, stubs, same-named files, i
 import name unlike its distribution, a name imported from a namespace package, ``pytest.importorskip``, a JS
 workspace with a tsconfig alias and subpath exports, variance modifiers, ``export declare``, ``export type *`` and
 ``export * as``, destructuring and ``exports["x"]`` exports, ``import x = require()``, an imported stylesheet,
-nested tsconfig aliases, a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency
+nested tsconfig aliases, a subpath import (``#theme``), a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency
 written as a table, a gem from git), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts
 compared exactly: a fact gained or lost anywhere fails here.
 """
@@ -51,9 +51,13 @@ CORPUS = {
         'import { API_URL } from "@/env/env";\nconst later = import("./later");\nfetch("https://api.example.com/orders", { method: "PUT" });\n'
     ),
     "web/src/later.ts": 'import fs = require("fs");\nexport * as api from "./api";\nexport default 1;\n',
-    "packages/ui/package.json": '{"name": "@acme/ui", "main": "index.js", "exports": {".": "./index.js", "./card": "./src/card.js"}}\n',
+    "packages/ui/package.json": (
+        '{"name": "@acme/ui", "main": "index.js", "exports": {".": "./index.js", "./card": "./src/card.js"},'
+        ' "imports": {"#theme": "./src/theme.js"}}\n'
+    ),
+    "packages/ui/src/theme.js": "export const theme = 1;\n",
     "packages/ui/index.js": 'module.exports = { Button: 1 };\nexports["Icon"] = 2;\n',
-    "packages/ui/src/card.js": 'const { Button } = require("@acme/ui");\n',
+    "packages/ui/src/card.js": 'const { Button } = require("@acme/ui");\nconst { theme } = require("#theme");\n',
     # Other ecosystems
     "svc/go.mod": "module example.com/svc\n\nrequire (\n\tgithub.com/google/uuid v1.6.0\n\tgolang.org/x/sys v0.20.0 // indirect\n)\n",
     "crates/tool/Cargo.toml": '[package]\nname = "tool"\n\n[dependencies]\nserde = "1"\n\n[dependencies.anyhow]\nversion = "1"\n',
@@ -104,6 +108,8 @@ EXPECTED_EDGES = [
     ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Button', {}),
     ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Icon', {}),
     ('mod:js:packages/ui/src/card.js', 'imports', 'mod:js:packages/ui/index.js', {}),
+    ('mod:js:packages/ui/src/card.js', 'imports', 'mod:js:packages/ui/src/theme.js', {}),
+    ('mod:js:packages/ui/src/theme.js', 'exports', 'sym:js:packages/ui/src/theme.js#theme', {}),
     ('mod:js:web/config/env.ts', 'exports', 'sym:js:web/config/env.ts#API_URL', {}),
     ('mod:js:web/config/env.ts', 'exports', 'sym:js:web/config/env.ts#others', {}),
     ('mod:js:web/src/api.ts', 'exports', 'sym:js:web/src/api.ts#Cache', {}),
@@ -171,6 +177,7 @@ EXPECTED_NODES = [
     'k8s:deploy/web.yaml#Deployment//web',
     'mod:js:packages/ui/index.js',
     'mod:js:packages/ui/src/card.js',
+    'mod:js:packages/ui/src/theme.js',
     'mod:js:web/config/env.ts',
     'mod:js:web/src/api.ts',
     'mod:js:web/src/app.tsx',
@@ -195,6 +202,7 @@ EXPECTED_NODES = [
     'svc:pay.example.com',
     'sym:js:packages/ui/index.js#Button',
     'sym:js:packages/ui/index.js#Icon',
+    'sym:js:packages/ui/src/theme.js#theme',
     'sym:js:web/config/env.ts#API_URL',
     'sym:js:web/config/env.ts#others',
     'sym:js:web/src/api.ts#Cache',

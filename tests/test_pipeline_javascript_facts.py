@@ -235,3 +235,32 @@ def test_destructuring_exports_and_subscript_commonjs_exports_export_each_name(t
         f"sym:js:src/env.ts#{name}" for name in sorted(["API_URL", "timeout", "RETRIES", "DEPTH", "others", "first", "second", "rest"])
     ]
     assert result.targets("mod:js:lib/index.js", "exports") == ["sym:js:lib/index.js#default", "sym:js:lib/index.js#helper"]
+
+
+def test_subpath_imports_go_where_the_nearest_package_json_maps_them(tmp_path):
+    # Node's "imports" field, as vitest, chalk and undici use it: "#name" is private to the package.
+    root = write_tree(tmp_path / "mono", {
+        "package.json": '{"name": "mono", "private": true, "imports": {"#root": "./tools/root.js"}}\n',
+        "packages/core/package.json": (
+            '{"name": "@acme/core", "imports": {"#config": "./src/config.ts", "#utils/*": "./src/utils/*.ts",'
+            ' "#platform": {"node": "./src/node.ts", "default": "./src/browser.ts"}, "#fetch": "undici"}}\n'
+        ),
+        "packages/core/src/config.ts": "export const config = 1;\n",
+        "packages/core/src/utils/strings.ts": "export const pad = 1;\n",
+        "packages/core/src/browser.ts": "export const platform = 1;\n",
+        "packages/core/src/node.ts": "export const platform = 2;\n",
+        "packages/core/src/index.ts": (
+            'import { config } from "#config";\nimport { pad } from "#utils/strings";\n'
+            'import { platform } from "#platform";\nimport { fetch } from "#fetch";\nimport { gone } from "#gone";\n'
+        ),
+        "tools/root.js": "module.exports = 1;\n",
+        "tools/run.js": 'const root = require("#root");\n',
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:packages/core/src/index.ts", "imports") == [
+        "dep:npm:undici", "mod:js:packages/core/#gone", "mod:js:packages/core/src/browser.ts",
+        "mod:js:packages/core/src/config.ts", "mod:js:packages/core/src/utils/strings.ts",
+    ]
+    assert result.nodes["mod:js:packages/core/#gone"]["attrs"]["missing"] is True
+    assert result.targets("mod:js:tools/run.js", "imports") == ["mod:js:tools/root.js"]
+    assert sorted(result.of_kind("dependency")) == ["dep:npm:undici"]  # no "#config" dependency invented

@@ -219,6 +219,11 @@ def extract_package_json(data: bytes) -> dict:
         for name, spec in sorted((document.get(field) or {}).items()):
             declared.append(["npm", name, str(spec), scope, lines.json_key(field, name)])
     facts = {"declared": declared, "locked": []}
+    imports = document.get("imports")
+    if isinstance(imports, dict):  # Node's subpath imports: "#config" is the package's own ./src/config.js
+        facts["subpath_imports"] = sorted(
+            [key, target] for key, value in imports.items() if key.startswith("#") and (target := _export_target(value))
+        )
     if isinstance(document.get("name"), str):  # a package of its own: a workspace's imports of it stay in the repo
         entry, subpaths = _package_exports(document)
         facts["package"] = [document["name"], entry, subpaths]
@@ -404,8 +409,8 @@ PIPFILE = Extractor("pipfile", POSITIONS, extract_pipfile)
 PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
 POETRY_LOCK = Extractor("poetry.lock", "3", extract_poetry_lock)  # 3: no package from a local folder
 UV_LOCK = Extractor("uv.lock", "3", extract_uv_lock)  # 3: no package from a local folder
-# package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides
-PACKAGE_JSON = Extractor("package.json", "5", extract_package_json)
+# package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides; 6: subpath imports
+PACKAGE_JSON = Extractor("package.json", "6", extract_package_json)
 TSCONFIG = Extractor("tsconfig", VERSION, extract_tsconfig)
 PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)
 YARN_LOCK = Extractor("yarn.lock", POSITIONS, extract_yarn_lock)

@@ -3,7 +3,9 @@ JavaScript and TypeScript: a module node per file, its imports matched to files 
 
 A bare import is the repository's own when a ``tsconfig.json`` ``paths`` alias covers it (the nearest config
 above the importing file) or when it names a workspace package (a ``package.json`` with that ``name``, whose
-``exports`` say which file each subpath opens); only what is neither becomes ``dep:npm:NAME``. A relative import of a file that is not a script (``./data.json``,
+``exports`` say which file each subpath opens); only what is neither becomes ``dep:npm:NAME``. An import of
+``#name`` is one of Node's subpath imports: the ``imports`` of the nearest ``package.json`` map it to a file of
+that package (or to a package), and it is never a dependency of its own. A relative import of a file that is not a script (``./data.json``,
 ``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that file's node.
 """
 
@@ -76,12 +78,15 @@ class JavaScript(Family):
         self.packages: dict[str, tuple[str, str, list]] = {}  # workspace package name: (folder, entry, subpaths)
         self.entries: dict[str, str] = {}  # a package's folder: its entry
         self.configs: dict[str, list[tuple[str, list[str]]]] = {}  # tsconfig folder: [(alias, target folders)]
+        self.scopes: dict[str, list] = {}  # every package.json's folder: its subpath imports, [("#name", target)]
 
     def reads(self, record):
         return extractor_name(record) in ("package.json", "tsconfig")
 
     def learn(self, record, facts):
         directory = posixpath.dirname(record.path)
+        if extractor_name(record) == "package.json":
+            self.scopes[directory] = facts.get("subpath_imports", [])
         if "package" in facts:
             name, entry, subpaths = facts["package"]
             self.packages.setdefault(name, (directory, entry, subpaths))
@@ -94,7 +99,8 @@ class JavaScript(Family):
             ]
 
     def learnt(self):
-        return [sorted(self.paths), sorted(self.packages.items()), sorted(self.configs.items()), sorted(self.assets), sorted(self.entries.items())]
+        return [sorted(self.paths), sorted(self.packages.items()), sorted(self.configs.items()), sorted(self.assets),
+                sorted(self.entries.items()), sorted(self.scopes.items())]
 
     def emit(self, record, facts, graph):
         if not is_script(record):
@@ -116,6 +122,8 @@ class JavaScript(Family):
         if spec.startswith((".", "/")):
             base = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)) if not spec.startswith("/") else spec.lstrip("/")
             return self._file(graph, [base])
+        if spec.startswith("#"):
+            return self._subpath_import(graph, path, spec)
         aliased = self._aliased(path, spec)
         if aliased is not None:
             return self._file(graph, aliased)
@@ -152,6 +160,21 @@ class JavaScript(Family):
                 return f"file:{base}"
         base = stems[0] if stems else ""
         return graph.node(f"mod:js:{base}", "module", {"language": "javascript", "name": base, "missing": True})
+
+    def _subpath_import(self, graph, path: str, spec: str) -> str:
+        """Return what the nearest ``package.json``'s ``imports`` map ``spec`` (``#config``) to: a file of its
+        package, or the package a target names; a missing module at ``spec`` in that folder when none does."""
+        scope = posixpath.dirname(path)
+        while scope not in self.scopes and scope:
+            scope = posixpath.dirname(scope)
+        found = best_match(self.scopes.get(scope, ()), spec)
+        target = None if found is None else found[0] if found[1] is None else found[0].replace("*", found[1])
+        if target is not None and target.startswith("./"):
+            return self._file(graph, [posixpath.normpath(posixpath.join(scope, target))])
+        if target is not None and not target.startswith(("#", ".", "/")):
+            return self._resolve(graph, path, target)  # "#dep": "dep-node-native": that package
+        missing = posixpath.join(scope, spec)
+        return graph.node(f"mod:js:{missing}", "module", {"language": "javascript", "name": missing, "missing": True})
 
     def _aliased(self, path: str, spec: str) -> list[str] | None:
         """Return the stems the ``paths`` alias of the nearest tsconfig that covers ``spec`` maps it to (the alias
