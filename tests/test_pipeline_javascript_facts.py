@@ -264,3 +264,17 @@ def test_subpath_imports_go_where_the_nearest_package_json_maps_them(tmp_path):
     assert result.nodes["mod:js:packages/core/#gone"]["attrs"]["missing"] is True
     assert result.targets("mod:js:tools/run.js", "imports") == ["mod:js:tools/root.js"]
     assert sorted(result.of_kind("dependency")) == ["dep:npm:undici"]  # no "#config" dependency invented
+
+
+def test_an_import_of_a_cjs_or_mjs_file_is_its_declaration_file_where_only_that_is_there(tmp_path):
+    # The declaration files of a dual package (as tanstack's query-core ships them) import their siblings by
+    # the extension of the JavaScript they describe.
+    root = write_tree(tmp_path / "r", {
+        "dist-types/legacy/hydration-Hw0j.d.cts": "export declare function hydrate(): void;\n",
+        "dist-types/legacy/utils.d.cts": "import { hydrate } from './hydration-Hw0j.cjs';\n",
+        "dist-types/modern/types.d.mts": "export type T = 1;\n",
+        "dist-types/modern/index.d.mts": "export * from './types.mjs';\n",
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:dist-types/legacy/utils.d.cts", "imports") == ["mod:js:dist-types/legacy/hydration-Hw0j.d.cts"]
+    assert result.targets("mod:js:dist-types/modern/index.d.mts", "imports") == ["mod:js:dist-types/modern/types.d.mts"]

@@ -46,8 +46,9 @@ from .python import Python
 # 7: a dependency says whether it is ``in_repository`` (a manifest in the tree is that package). 8: of the
 # tsconfig ``paths`` aliases that cover an import, the one with the longest prefix maps it, as TypeScript does,
 # not the first in the file. 9: Node's subpath imports (``#config``) go where the ``imports`` of the nearest
-# ``package.json`` map them, never to an npm dependency named ``#config``.
-VERSION = "9"
+# ``package.json`` map them, never to an npm dependency named ``#config``. 10: ``./x.cjs`` and ``./x.mjs`` are
+# also ``x.d.cts`` and ``x.d.mts``, as TypeScript resolves them.
+VERSION = "10"
 
 
 class Linker:

@@ -19,7 +19,7 @@ NODE_BUILTINS = frozenset(
     "events fs http http2 https inspector module net os path perf_hooks process punycode querystring readline repl "
     "stream string_decoder sys timers tls trace_events tty url util v8 vm wasi worker_threads zlib test".split()
 )
-JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
+JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".d.ts", ".d.mts", ".d.cts")
 SCRIPT_EXTRACTORS = frozenset(("javascript", "typescript", "tsx"))
 # The files besides scripts that an import may load: JSON (Node), styles, images, fonts and other assets, and the
 # components of frameworks with their own files (bundlers). Only these are learnt, so that adding any other
