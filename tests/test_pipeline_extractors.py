@@ -218,6 +218,27 @@ def test_python_manifests_declare_dependencies_with_scope_and_line(tmp_path):
     }
 
 
+def test_a_pyproject_declares_what_its_build_and_its_tools_development_groups_need(tmp_path):
+    root = write_tree(tmp_path / "m", {
+        "pyproject.toml": (
+            "[build-system]\nrequires = ['hatchling>=1.21', 'hatch-vcs']\nbuild-backend = 'hatchling.build'\n\n"
+            "[project]\nname = 'demo'\n\n"
+            "[dependency-groups]\ntest = ['pytest>=8', { include-group = 'lint' }]\nlint = ['ruff']\n\n"
+            "[tool.uv]\ndev-dependencies = [\n  'mypy==1.11',\n]\n\n"
+            "[tool.pdm.dev-dependencies]\ndocs = ['mkdocs']\n"
+        ),
+    })
+    result = analyse(root)
+    assert dependency_edges(result, "declares") == [
+        ("pyproject.toml", "dep:pypi:hatch-vcs", (("scope", "build"), ("spec", "")), 2),
+        ("pyproject.toml", "dep:pypi:hatchling", (("scope", "build"), ("spec", ">=1.21")), 2),
+        ("pyproject.toml", "dep:pypi:mkdocs", (("scope", "group:docs"), ("spec", "")), 18),
+        ("pyproject.toml", "dep:pypi:mypy", (("scope", "dev"), ("spec", "==1.11")), 14),
+        ("pyproject.toml", "dep:pypi:pytest", (("scope", "group:test"), ("spec", ">=8")), 9),
+        ("pyproject.toml", "dep:pypi:ruff", (("scope", "group:lint"), ("spec", "")), 10),
+    ]
+
+
 def test_python_lockfiles_lock_versions_direct_or_transitive(tmp_path):
     root = write_tree(tmp_path / "m", {
         "pyproject.toml": "[project]\nname = 'demo'\ndependencies = ['requests']\n",

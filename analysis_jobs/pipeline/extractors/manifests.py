@@ -112,7 +112,13 @@ def extract_pyproject(data: bytes) -> dict:
         _pep508_list(values, f"optional:{extra}", lines, declared, lines.toml_key("project", "optional-dependencies", extra))
     for group, values in sorted((document.get("dependency-groups") or {}).items()):
         _pep508_list(values, f"group:{group}", lines, declared, lines.toml_key("dependency-groups", group))
-    poetry = (document.get("tool") or {}).get("poetry") or {}
+    # What building the project needs (PEP 518), and the development groups uv and PDM kept before PEP 735.
+    _pep508_list((document.get("build-system") or {}).get("requires"), "build", lines, declared, lines.toml_key("build-system", "requires"))
+    tool = document.get("tool") or {}
+    _pep508_list((tool.get("uv") or {}).get("dev-dependencies"), "dev", lines, declared, lines.toml_key("tool", "uv", "dev-dependencies"))
+    for group, values in sorted(((tool.get("pdm") or {}).get("dev-dependencies") or {}).items()):
+        _pep508_list(values, f"group:{group}", lines, declared, lines.toml_key("tool", "pdm", "dev-dependencies", group))
+    poetry = tool.get("poetry") or {}
     for key, scope in (("dependencies", "main"), ("dev-dependencies", "dev")):
         _poetry_table(poetry.get(key), scope, lines, declared, ("tool", "poetry", key))
     for group, table in sorted((poetry.get("group") or {}).items()):
@@ -403,7 +409,8 @@ def extract_pnpm_lock(data: bytes) -> dict:
 # of the entry itself (a package among another's dependencies in a lockfile, one name in two tables).
 POSITIONS = "2"
 REQUIREMENTS = Extractor("requirements", VERSION, extract_requirements)
-PYPROJECT = Extractor("pyproject", "3", extract_pyproject)  # 3: provides the project's own name
+# pyproject 3: provides the project's own name; 4: build-system requires, uv's and PDM's dev-dependencies
+PYPROJECT = Extractor("pyproject", "4", extract_pyproject)
 SETUP_CFG = Extractor("setup.cfg", "2", extract_setup_cfg)  # 2: provides
 PIPFILE = Extractor("pipfile", POSITIONS, extract_pipfile)
 PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
