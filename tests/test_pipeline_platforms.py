@@ -113,3 +113,21 @@ def test_terraform_variables_outputs_required_providers_modules_and_lock(tmp_pat
     (lock,) = result.edges_from("file:.terraform.lock.hcl", "locks")
     assert (lock["dst"], lock["attrs"]["version"]) == ("dep:terraform:hashicorp/aws", "5.31.0")
     assert result.nodes["dep:terraform:hashicorp/aws"]["attrs"]["locked"] is True
+
+
+def test_a_repositorys_own_action_gives_the_actions_and_images_it_uses(tmp_path):
+    root = write_tree(tmp_path / "r", {
+        ".github/workflows/ci.yml": WORKFLOW,
+        ".github/actions/lint/action.yml": (
+            "name: lint\nruns:\n  using: composite\n  steps:\n    - uses: actions/setup-node@v4\n"
+            "    - uses: docker://hadolint/hadolint:2.12.0\n    - run: npm run lint\n      shell: bash\n"
+        ),
+        "tools/notes/action.yml": "title: not an action\n",
+    })
+    result = analyse(root)
+    lint = "action:./.github/actions/lint"
+    assert result.nodes[lint]["attrs"] == {"local": True, "name": "./.github/actions/lint", "using": "composite"}
+    assert result.targets("file:.github/actions/lint/action.yml", "defines") == [lint]
+    assert {edge["dst"]: edge["attrs"]["ref"] for edge in result.edges_from(lint, "uses_action")} == {"action:actions/setup-node": "v4"}
+    assert result.targets(lint, "uses_image") == ["img:hadolint/hadolint:2.12.0"]
+    assert result.targets("file:tools/notes/action.yml", "defines") == []

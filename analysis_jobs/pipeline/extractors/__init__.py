@@ -21,7 +21,7 @@ from .manifests import (
     PACKAGE_JSON, PACKAGE_LOCK, PIPFILE, PIPFILE_LOCK, PNPM_LOCK, POETRY_LOCK, PYPROJECT, REQUIREMENTS, SETUP_CFG,
     TSCONFIG, UV_LOCK, YARN_LOCK,
 )
-from .platforms import HELM_CHART, KUBERNETES, TERRAFORM_LOCK, WORKFLOW
+from .platforms import ACTION, HELM_CHART, KUBERNETES, TERRAFORM_LOCK, WORKFLOW
 from .python import PYTHON
 
 # The manifests and lockfiles: their facts are ``declared`` and ``locked`` rows, which the linker reads before
@@ -35,7 +35,7 @@ MANIFESTS = (
 DECLARING = (*MANIFESTS, HELM_CHART, TERRAFORM, TERRAFORM_LOCK)
 ALL = (
     PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, TSCONFIG, *MANIFESTS, DOCKERFILE, COMPOSE, TERRAFORM, TERRAFORM_LOCK,
-    WORKFLOW, KUBERNETES, HELM_CHART,
+    WORKFLOW, ACTION, KUBERNETES, HELM_CHART,
 )
 BY_KEY = {extractor.key: extractor for extractor in ALL}
 
@@ -65,6 +65,8 @@ BY_NAME = {
     "tsconfig.json": TSCONFIG,
     "jsconfig.json": TSCONFIG,
     "Chart.yaml": HELM_CHART,
+    "action.yml": ACTION,  # a GitHub action of the repository's own (``uses: ./.github/actions/setup``)
+    "action.yaml": ACTION,
     ".terraform.lock.hcl": TERRAFORM_LOCK,
     "Dockerfile": DOCKERFILE,
     "Containerfile": DOCKERFILE,

@@ -1,5 +1,5 @@
 """
-Where a repository runs: GitHub Actions workflows, Kubernetes manifests and Helm charts, and what a Terraform
+Where a repository runs: GitHub Actions workflows and the repository's own actions, Kubernetes manifests and Helm charts, and what a Terraform
 configuration's lockfile pins (``.terraform.lock.hcl``).
 
 YAML is read with PyYAML's safe composer, whose nodes keep their line marks (an alias is its anchor's node, and
@@ -69,6 +69,26 @@ def extract_workflow(data: bytes) -> dict:
                 else:
                     actions.append([action, name, _line(uses)])
     return {"jobs": jobs, "actions": actions, "job_images": images}
+
+
+def extract_action(data: bytes) -> dict:
+    """A repository's own action (its ``action.yml``): how it runs, the actions a composite action's steps use at
+    their pinned ref, and the images it runs (a step's or a Docker action's ``docker://``). A YAML file with no
+    ``runs`` is not an action and gives nothing."""
+    definition = _values(yaml.compose(data, Loader=LOADER))
+    runs = definition.get("runs")
+    if not isinstance(runs, yaml.MappingNode):
+        return {}
+    fields, actions, images = _values(runs), [], []
+    steps = fields.get("steps")
+    for step in steps.value if isinstance(steps, yaml.SequenceNode) else ():
+        uses = _values(step).get("uses")
+        if (action := _scalar(uses)) is not None:
+            (images if action.startswith("docker://") else actions).append([action.removeprefix("docker://"), _line(uses)])
+    image = _scalar(fields.get("image"))
+    if image is not None and image.startswith("docker://"):  # else the Dockerfile beside it, a file of its own
+        images.append([image.removeprefix("docker://"), _line(fields["image"])])
+    return {"action": _scalar(fields.get("using")) or "", "action_uses": actions, "action_images": images}
 
 
 # -- Kubernetes and Helm -------------------------------------------------------------------------------------
@@ -167,6 +187,7 @@ def extract_terraform_lock(data: bytes) -> dict:
 
 
 WORKFLOW = Extractor("github-actions", VERSION, extract_workflow)
+ACTION = Extractor("github-action", VERSION, extract_action)
 KUBERNETES = Extractor("kubernetes", VERSION, extract_kubernetes)
 HELM_CHART = Extractor("helm-chart", "2", extract_helm_chart)  # 2: provides
 TERRAFORM_LOCK = Extractor("terraform-lock", VERSION, extract_terraform_lock)

@@ -36,6 +36,16 @@ class Iac(Family):
             name, _, ref = uses.partition("@")
             action = graph.node(f"action:{name}", "action", {"name": name, "local": name.startswith("./")})
             graph.edge(f"ci:{record.path}#{job}", "uses_action", action, {"ref": ref}, evidence(record, line))
+        if "action" in facts:  # the action a workflow of the repository names by its folder (uses: ./.github/actions/x)
+            local = "./" + directory
+            action = graph.node(f"action:{local}", "action", {"name": local, "local": True, "using": facts["action"]}, whole_file(record))
+            graph.edge(file_id, "defines", action)
+            for uses, line in facts["action_uses"]:
+                name, _, ref = uses.partition("@")
+                used = graph.node(f"action:{name}", "action", {"name": name, "local": name.startswith("./")})
+                graph.edge(action, "uses_action", used, {"ref": ref}, evidence(record, line))
+            for image, line in facts["action_images"]:
+                graph.edge(action, "uses_image", graph.node(f"img:{image}", "image", {"ref": image}), None, evidence(record, line))
         for image, job, line in facts.get("job_images", ()):
             target = graph.node(f"img:{image}", "image", {"ref": image})
             graph.edge(f"ci:{record.path}#{job}", "uses_image", target, None, evidence(record, line))
