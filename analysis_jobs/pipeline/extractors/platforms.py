@@ -1,6 +1,6 @@
 """
-Where a repository runs: GitHub Actions workflows and the repository's own actions, Kubernetes manifests and Helm charts, and what a Terraform
-configuration's lockfile pins (``.terraform.lock.hcl``).
+Where a repository runs: GitHub Actions workflows and the repository's own actions, Kubernetes manifests and
+Helm charts, and what a Terraform configuration's lockfile pins (``.terraform.lock.hcl``).
 
 YAML is read with PyYAML's safe composer, whose nodes keep their line marks (an alias is its anchor's node, and
 each node is visited once). A Helm template is not YAML until rendered: its directive lines are dropped and each

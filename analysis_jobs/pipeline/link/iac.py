@@ -6,6 +6,12 @@ import posixpath
 from .family import Family, evidence, whole_file
 
 
+def _used_action(graph, uses: str) -> tuple[str, str]:
+    """Return the node of the action a ``uses:`` names (``actions/checkout@v4``) and the ref it is pinned at."""
+    name, _, ref = uses.partition("@")
+    return graph.node(f"action:{name}", "action", {"name": name, "local": name.startswith("./")}), ref
+
+
 class Iac(Family):
     def emit(self, record, facts, graph):
         file_id = f"file:{record.path}"
@@ -33,16 +39,14 @@ class Iac(Family):
             job = graph.node(f"ci:{record.path}#{name}", "ci_job", {"name": name, "runs_on": runs_on}, evidence(record, first, last))
             graph.edge(file_id, "defines", job)
         for uses, job, line in facts.get("actions", ()):
-            name, _, ref = uses.partition("@")
-            action = graph.node(f"action:{name}", "action", {"name": name, "local": name.startswith("./")})
+            action, ref = _used_action(graph, uses)
             graph.edge(f"ci:{record.path}#{job}", "uses_action", action, {"ref": ref}, evidence(record, line))
         if "action" in facts:  # the action a workflow of the repository names by its folder (uses: ./.github/actions/x)
             local = "./" + directory
             action = graph.node(f"action:{local}", "action", {"name": local, "local": True, "using": facts["action"]}, whole_file(record))
             graph.edge(file_id, "defines", action)
             for uses, line in facts["action_uses"]:
-                name, _, ref = uses.partition("@")
-                used = graph.node(f"action:{name}", "action", {"name": name, "local": name.startswith("./")})
+                used, ref = _used_action(graph, uses)
                 graph.edge(action, "uses_action", used, {"ref": ref}, evidence(record, line))
             for image, line in facts["action_images"]:
                 graph.edge(action, "uses_image", graph.node(f"img:{image}", "image", {"ref": image}), None, evidence(record, line))
