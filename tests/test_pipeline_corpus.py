@@ -4,7 +4,7 @@ with a namespace package, from-imports of submodules, stubs, same-named files, i
 import name unlike its distribution, a name imported from a namespace package, ``pytest.importorskip``, a JS
 workspace with a tsconfig alias and subpath exports, variance modifiers, ``export declare``, ``export type *`` and
 ``export * as``, destructuring and ``exports["x"]`` exports, ``import x = require()``, an imported stylesheet,
-nested tsconfig aliases, a subpath import (``#theme``), a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency
+nested tsconfig aliases, a subpath import (``#theme``), a workspace package whose entry the build writes, a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency
 written as a table, a gem from git), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts
 compared exactly: a fact gained or lost anywhere fails here.
 """
@@ -48,6 +48,7 @@ CORPUS = {
     "web/src/app.css": "body {}\n",
     "web/src/app.tsx": (
         'import type { Reader } from "@/api";\nimport { Button } from "@acme/ui";\nimport { Card } from "@acme/ui/card";\nimport React from "react";\nimport "./app.css";\n'
+        'import { kit } from "@acme/kit";\n'
         'import { API_URL } from "@/env/env";\nconst later = import("./later");\nfetch("https://api.example.com/orders", { method: "PUT" });\n'
     ),
     "web/src/later.ts": 'import fs = require("fs");\nexport * as api from "./api";\nexport default 1;\n',
@@ -56,6 +57,9 @@ CORPUS = {
         ' "imports": {"#theme": "./src/theme.js"}}\n'
     ),
     "packages/ui/src/theme.js": "export const theme = 1;\n",
+    "packages/kit/package.json": '{"name": "@acme/kit", "main": "lib/index.js"}\n',  # lib/ is not committed
+    "packages/kit/tsconfig.json": '{"compilerOptions": {"outDir": "lib", "rootDir": "src"}}\n',
+    "packages/kit/src/index.ts": "export const kit = 1;\n",
     "packages/ui/index.js": 'module.exports = { Button: 1 };\nexports["Icon"] = 2;\n',
     "packages/ui/src/card.js": 'const { Button } = require("@acme/ui");\nconst { theme } = require("#theme");\n',
     # Other ecosystems
@@ -105,6 +109,7 @@ EXPECTED_EDGES = [
     ('file:web/package.json', 'declares', 'dep:npm:@acme/ui', {'scope': 'main', 'spec': 'workspace:*'}),
     ('file:web/package.json', 'declares', 'dep:npm:react', {'scope': 'main', 'spec': '^18'}),
     ('k8s:deploy/web.yaml#Deployment//web', 'uses_image', 'img:shop/web:1.0', {}),
+    ('mod:js:packages/kit/src/index.ts', 'exports', 'sym:js:packages/kit/src/index.ts#kit', {}),
     ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Button', {}),
     ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Icon', {}),
     ('mod:js:packages/ui/src/card.js', 'imports', 'mod:js:packages/ui/index.js', {}),
@@ -119,6 +124,7 @@ EXPECTED_EDGES = [
     ('mod:js:web/src/app.tsx', 'imports', 'file:web/src/app.css', {}),
     ('mod:js:web/src/app.tsx', 'calls', 'svc:api.example.com', {'client': 'fetch', 'method': 'PUT', 'url': 'https://api.example.com/orders'}),
     ('mod:js:web/src/app.tsx', 'imports', 'dep:npm:react', {}),
+    ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/kit/src/index.ts', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/ui/index.js', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:web/config/env.ts', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'mod:js:packages/ui/src/card.js', {}),
@@ -175,6 +181,7 @@ EXPECTED_NODES = [
     'img:python:3.12-slim',
     'img:shop/web:1.0',
     'k8s:deploy/web.yaml#Deployment//web',
+    'mod:js:packages/kit/src/index.ts',
     'mod:js:packages/ui/index.js',
     'mod:js:packages/ui/src/card.js',
     'mod:js:packages/ui/src/theme.js',
@@ -200,6 +207,7 @@ EXPECTED_NODES = [
     'std:py:typing',
     'svc:api.example.com',
     'svc:pay.example.com',
+    'sym:js:packages/kit/src/index.ts#kit',
     'sym:js:packages/ui/index.js#Button',
     'sym:js:packages/ui/index.js#Icon',
     'sym:js:packages/ui/src/theme.js#theme',

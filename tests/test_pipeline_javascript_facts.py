@@ -278,3 +278,42 @@ def test_an_import_of_a_cjs_or_mjs_file_is_its_declaration_file_where_only_that_
     result = analyse(root)
     assert result.targets("mod:js:dist-types/legacy/utils.d.cts", "imports") == ["mod:js:dist-types/legacy/hydration-Hw0j.d.cts"]
     assert result.targets("mod:js:dist-types/modern/index.d.mts", "imports") == ["mod:js:dist-types/modern/types.d.mts"]
+
+
+def test_an_import_of_what_the_build_writes_goes_to_the_source_it_is_built_from(tmp_path):
+    # jupyterlab's galata: "main": "lib/index.js", and lib/ is written by tsc from src/ (outDir, rootDir).
+    root = write_tree(tmp_path / "mono", {
+        "galata/package.json": '{"name": "@acme/galata", "main": "lib/index.js", "types": "lib/index.d.ts"}\n',
+        "galata/tsconfig.json": '{"extends": "../tsconfigbase", "compilerOptions": {"outDir": "lib", "rootDir": "src"}}\n',
+        "galata/src/index.ts": "export const test = 1;\n",
+        "galata/src/playwright-config.ts": "export default {};\n",
+        "galata/test/util.spec.ts": 'import { test } from "../lib/index.js";\n',
+        "kit/package.json": '{"name": "kit", "main": "./dist/main.js"}\n',
+        "kit/tsconfig.build.json": '{"compilerOptions": {"declarationDir": "types", "outDir": "./dist", "rootDir": "./lib"}}\n',
+        "kit/lib/main.mts": "export const kit = 1;\n",
+        "kit/lib/extra.ts": "export const extra = 1;\n",
+        "plain/package.json": '{"name": "plain", "main": "lib/index.js"}\n',  # no tsconfig says what builds lib/
+        "plain/src/index.ts": "export const plain = 1;\n",
+        "app/main.ts": (
+            'import { test } from "@acme/galata";\nimport config from "@acme/galata/lib/playwright-config";\n'
+            'import { kit } from "kit";\nimport type { extra } from "kit/types/extra";\nimport { plain } from "plain";\n'
+        ),
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:app/main.ts", "imports") == [
+        "mod:js:galata/src/index.ts", "mod:js:galata/src/playwright-config.ts", "mod:js:kit/lib/extra.ts",
+        "mod:js:kit/lib/main.mts", "mod:js:plain/lib/index.js",
+    ]
+    assert result.nodes["mod:js:plain/lib/index.js"]["attrs"]["missing"] is True
+    assert result.targets("mod:js:galata/test/util.spec.ts", "imports") == ["mod:js:galata/src/index.ts"]
+
+
+def test_an_import_that_names_no_package_is_never_a_dependency(tmp_path):
+    # jupyterlab's staging/index.js is a Handlebars template: require('{{@key}}{{#if this}}/{{this}}{{/if}}').
+    root = write_tree(tmp_path / "app", {
+        "templates/index.js": "const ext = require('{{@key}}/{{this}}');\nconst left = require('left-pad');\n",
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:templates/index.js", "imports") == ["dep:npm:left-pad", "mod:js:{{@key}}/{{this}}"]
+    assert sorted(result.of_kind("dependency")) == ["dep:npm:left-pad"]
+    assert result.nodes["mod:js:{{@key}}/{{this}}"]["attrs"]["missing"] is True

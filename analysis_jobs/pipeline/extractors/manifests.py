@@ -290,13 +290,20 @@ _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 
 
 def extract_tsconfig(data: bytes) -> dict:
-    """``compilerOptions.paths`` aliases and ``baseUrl``: imports through them are the repository's own files."""
+    """``compilerOptions.paths`` aliases and ``baseUrl``: imports through them are the repository's own files;
+    ``outDir`` and ``declarationDir`` with ``rootDir``: the folders the build writes, each with the folder of the
+    sources it writes them from (``lib/index.js`` is built from ``src/index.ts``)."""
     document = json.loads(_without_comments(decode(data)))
     options = (document.get("compilerOptions") or {}) if isinstance(document, dict) else {}
     paths = options.get("paths") or {}
     aliases = [[alias, [target for target in targets if isinstance(target, str)]] for alias, targets in sorted(paths.items()) if isinstance(targets, list)]
-    base_url = options.get("baseUrl")
-    return {"aliases": aliases, "base_url": base_url if isinstance(base_url, str) else None}
+    base_url, root = (options.get(option) for option in ("baseUrl", "rootDir"))
+    outputs = sorted({folder for option in ("outDir", "declarationDir") if isinstance(folder := options.get(option), str)})
+    return {
+        "aliases": aliases,
+        "base_url": base_url if isinstance(base_url, str) else None,
+        "outputs": [[folder, root] for folder in outputs] if isinstance(root, str) else [],
+    }
 
 
 def _npm_name(path: str) -> str:
@@ -418,7 +425,7 @@ POETRY_LOCK = Extractor("poetry.lock", "3", extract_poetry_lock)  # 3: no packag
 UV_LOCK = Extractor("uv.lock", "3", extract_uv_lock)  # 3: no package from a local folder
 # package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides; 6: subpath imports
 PACKAGE_JSON = Extractor("package.json", "6", extract_package_json)
-TSCONFIG = Extractor("tsconfig", VERSION, extract_tsconfig)
+TSCONFIG = Extractor("tsconfig", "2", extract_tsconfig)  # 2: the build's output folders, with the sources'
 PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)
 YARN_LOCK = Extractor("yarn.lock", POSITIONS, extract_yarn_lock)
 PNPM_LOCK = Extractor("pnpm-lock", POSITIONS, extract_pnpm_lock)

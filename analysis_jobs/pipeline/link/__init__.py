@@ -47,8 +47,10 @@ from .python import Python
 # tsconfig ``paths`` aliases that cover an import, the one with the longest prefix maps it, as TypeScript does,
 # not the first in the file. 9: Node's subpath imports (``#config``) go where the ``imports`` of the nearest
 # ``package.json`` map them, never to an npm dependency named ``#config``. 10: ``./x.cjs`` and ``./x.mjs`` are
-# also ``x.d.cts`` and ``x.d.mts``, as TypeScript resolves them.
-VERSION = "10"
+# also ``x.d.cts`` and ``x.d.mts``, as TypeScript resolves them. 11: a file the build writes (a tsconfig's
+# ``outDir``) and the tree lacks is the source it is built from (``rootDir``), and a specifier that is no npm
+# name (a template's ``{{name}}``) is a missing module, not a dependency, found analysing jupyterlab's source.
+VERSION = "11"
 
 
 class Linker:

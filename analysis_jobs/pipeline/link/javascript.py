@@ -5,11 +5,14 @@ A bare import is the repository's own when a ``tsconfig.json`` ``paths`` alias c
 above the importing file) or when it names a workspace package (a ``package.json`` with that ``name``, whose
 ``exports`` say which file each subpath opens); only what is neither becomes ``dep:npm:NAME``. An import of
 ``#name`` is one of Node's subpath imports: the ``imports`` of the nearest ``package.json`` map it to a file of
-that package (or to a package), and it is never a dependency of its own. A relative import of a file that is not a script (``./data.json``,
+that package (or to a package), and it is never a dependency of its own. An import of a file the build writes
+and the tree does not hold (a workspace package whose ``main`` is ``lib/index.js``) goes to the source the build
+writes it from, where a tsconfig's ``outDir`` and ``rootDir`` say which (``src/index.ts``). A relative import of a file that is not a script (``./data.json``,
 ``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that file's node.
 """
 
 import posixpath
+import re
 
 from .dependencies import Dependencies
 from .family import Family, evidence, extractor_name, is_module_file, service_calls, whole_file
@@ -20,6 +23,9 @@ NODE_BUILTINS = frozenset(
     "stream string_decoder sys timers tls trace_events tty url util v8 vm wasi worker_threads zlib test".split()
 )
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".d.ts", ".d.mts", ".d.cts")
+# What npm accepts in a package's name (and its scope): the characters a URL keeps as they are.
+NPM_NAME = re.compile(r"(@[\w.!~*'()-]+/)?[\w.!~*'()-]+", re.ASCII)
+BUILT_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx")  # what tsc writes, declarations first
 SCRIPT_EXTRACTORS = frozenset(("javascript", "typescript", "tsx"))
 # The files besides scripts that an import may load: JSON (Node), styles, images, fonts and other assets, and the
 # components of frameworks with their own files (bundlers). Only these are learnt, so that adding any other
@@ -79,6 +85,7 @@ class JavaScript(Family):
         self.entries: dict[str, str] = {}  # a package's folder: its entry
         self.configs: dict[str, list[tuple[str, list[str]]]] = {}  # tsconfig folder: [(alias, target folders)]
         self.scopes: dict[str, list] = {}  # every package.json's folder: its subpath imports, [("#name", target)]
+        self.builds: dict[str, str] = {}  # a folder a tsconfig's build writes: the folder of the sources it builds
 
     def reads(self, record):
         return extractor_name(record) in ("package.json", "tsconfig")
@@ -97,10 +104,14 @@ class JavaScript(Family):
                 (alias, [posixpath.normpath(posixpath.join(base, target)) for target in targets])
                 for alias, targets in facts["aliases"]
             ]
+        for output, sources in facts.get("outputs", ()):
+            output, sources = (_folder(directory, folder) for folder in (output, sources))
+            if output != sources:
+                self.builds.setdefault(output, sources)
 
     def learnt(self):
         return [sorted(self.paths), sorted(self.packages.items()), sorted(self.configs.items()), sorted(self.assets),
-                sorted(self.entries.items()), sorted(self.scopes.items())]
+                sorted(self.entries.items()), sorted(self.scopes.items()), sorted(self.builds.items())]
 
     def emit(self, record, facts, graph):
         if not is_script(record):
@@ -137,14 +148,16 @@ class JavaScript(Family):
             inside = bare[len(name):].lstrip("/")
             target = (exported(subpaths, "./" + inside) if inside else entry) or inside or "index"
             return self._file(graph, [posixpath.normpath(posixpath.join(folder, target))])
+        if not NPM_NAME.fullmatch(name):  # a template's placeholder (require("{{name}}")) names no package
+            return self._file(graph, [spec])
         dependency = f"dep:npm:{name}"
         self.dependencies.imported.add(dependency)
         return dependency
 
     def _file(self, graph, stems: list[str]) -> str:
-        """Return the module of the first file a stem names (as Node and TypeScript try suffixes), else the asset
-        file it names, else a missing module."""
-        for base in stems:
+        """Return the module of the first file a stem names (as Node and TypeScript try suffixes), else the one it
+        is built from, else the asset file it names, else a missing module."""
+        for base in stems + [source for stem in stems if (source := self._built_from(stem))]:
             candidates = [base]
             if base.endswith((".js", ".jsx", ".mjs", ".cjs")):
                 candidates.append(base.rsplit(".", 1)[0])  # TypeScript's ESM style: import "./a.js" means a.ts
@@ -160,6 +173,18 @@ class JavaScript(Family):
                 return f"file:{base}"
         base = stems[0] if stems else ""
         return graph.node(f"mod:js:{base}", "module", {"language": "javascript", "name": base, "missing": True})
+
+    def _built_from(self, path: str) -> str | None:
+        """Return the stem of the source the build writes ``path`` from (``lib/index.js``: ``src/index``), when
+        ``path`` lies in a folder a build writes (the nearest above it); else None."""
+        folder = posixpath.dirname(path)
+        while folder not in self.builds:
+            if not folder:
+                return None
+            folder = posixpath.dirname(folder)
+        inside = path[len(folder):].lstrip("/")
+        suffix = next((suffix for suffix in BUILT_SUFFIXES if inside.endswith(suffix)), "")
+        return posixpath.join(self.builds[folder], inside[:len(inside) - len(suffix)])
 
     def _subpath_import(self, graph, path: str, spec: str) -> str:
         """Return what the nearest ``package.json``'s ``imports`` map ``spec`` (``#config``) to: a file of its
@@ -188,3 +213,9 @@ class JavaScript(Family):
             if not directory:
                 return None
             directory = posixpath.dirname(directory)
+
+
+def _folder(directory: str, relative: str) -> str:
+    """Return the folder ``relative`` names from ``directory``, from the repository's root ("" for the root)."""
+    folder = posixpath.normpath(posixpath.join(directory, relative))
+    return "" if folder == "." else folder
