@@ -146,10 +146,11 @@ def test_fetch_records_its_method_option(tmp_path):
 
 
 def test_typescript_that_the_grammar_does_not_know_parses_with_its_facts(tmp_path):
-    # Shapes from published packages (zod, effect, rxjs, typeorm) that tsc accepts and tree-sitter-typescript
+    # Shapes from published packages (zod, effect, rxjs, typeorm, bokeh) that tsc accepts and tree-sitter-typescript
     # 0.23 did not: each gave a parse-error diagnostic, and some lost their exports.
     root = write_tree(tmp_path / "r", {
         "errors.ts": "export type E = 1;\n", "types.ts": "export type T = 1;\n", "o.ts": "export type O<A> = A;\n",
+        "kinds.ts": "export namespace Kinds { export type Or<T> = T; export type R = 1 }\n",
         "index.d.ts": (
             'export type * from "./errors";\n'  # TypeScript 5.0
             'export type * as types from "./types";\n'
@@ -158,6 +159,8 @@ def test_typescript_that_the_grammar_does_not_know_parses_with_its_facts(tmp_pat
             "export declare const filter: <Input, const Tag extends string>(tag: Tag) => Input;\n"
             "export interface Shape<\n  /** @ts-ignore Cast variance */\n  out S extends object = {},\n> {}\n"
             'export declare function schedule<T>(input: PromiseLike<T>): import("./o").O<T>;\n'  # rxjs' declaration emit
+            'export declare const Like: import("./kinds").Kinds.Or<[string, import("./o").O<null>]>;\n'  # bokeh's
+            'export declare class Tool {\n  get overlays(): import("./kinds").Kinds.R[];\n}\n'
             "export declare namespace Types {}\n"
         ),
         "dual.ts": (  # effect's overloads: each generic call signature on a line of its own, no ";" between
@@ -173,9 +176,13 @@ def test_typescript_that_the_grammar_does_not_know_parses_with_its_facts(tmp_pat
     result = analyse(root)
     assert sorted(node_id for node_id in result.of_kind("diagnostic")) == ["diag:parse-error:broken.ts"]
     attrs = {edge["dst"]: edge.get("attrs", {}) for edge in result.edges_from("mod:js:index.d.ts", "imports")}
-    assert attrs == {"mod:js:errors.ts": {"type_only": True}, "mod:js:types.ts": {"type_only": True}, "mod:js:o.ts": {"type_only": True}}
+    assert attrs == {
+        "mod:js:errors.ts": {"type_only": True}, "mod:js:types.ts": {"type_only": True}, "mod:js:o.ts": {"type_only": True},
+        "mod:js:kinds.ts": {"type_only": True},
+    }
     assert result.targets("mod:js:index.d.ts", "exports") == [
-        "sym:js:index.d.ts#$ZodCheck", "sym:js:index.d.ts#Cache", "sym:js:index.d.ts#Shape", "sym:js:index.d.ts#Types",
+        "sym:js:index.d.ts#$ZodCheck", "sym:js:index.d.ts#Cache", "sym:js:index.d.ts#Like", "sym:js:index.d.ts#Shape",
+        "sym:js:index.d.ts#Tool", "sym:js:index.d.ts#Types",
         "sym:js:index.d.ts#filter", "sym:js:index.d.ts#schedule", "sym:js:index.d.ts#types",
     ]
     assert result.nodes["sym:js:index.d.ts#schedule"]["attrs"] == {"declares": "function", "name": "schedule"}

@@ -19,8 +19,9 @@ from .base import Extractor, first_syntax_error, http_target
 # default, ``import("./o").O<T>`` and ``export { x as null }`` parse; an import type is ``type_only``.
 # 5: TypeScript's ``import x = require("x")`` is an import; ``export * as ns from`` exports ``ns``. 6: ``export =``
 # is the module's export, as ``module.exports =`` is. 7: each name a destructuring ``export const {a, b} = o``
-# binds is exported, and so is ``exports["name"] =``.
-VERSION = "7"
+# binds is exported, and so is ``exports["name"] =``. 8: an import type with type arguments that are not a
+# lone name, or as an array's elements, parses (``import("./k").Kinds.Or<[A, B]>``, ``import("..").R[]``: bokeh's).
+VERSION = "8"
 
 QUERIES = """
 (import_statement source: (string) @import)
@@ -99,6 +100,13 @@ GENERIC_SIGNATURE = re.compile(
 )
 # TypeScript 5.0's ``export type * from "x"`` and ``export type * as ns from "x"``.
 EXPORT_TYPE_STAR = re.compile(rb"\bexport(\s+)type(\s*)\*(?:\s+as\s+([A-Za-z_$][\w$]*))?(?=\s+from\b)")
+# An import type with type arguments or as an array's elements (``import("./kinds").Kinds.Or<[A, B]>``,
+# ``import("..").Renderer[]``, as tsc's declaration emit writes them): tree-sitter-typescript 0.23 reads the import
+# as an expression, which takes neither, but it knows ``typeof import("./kinds").Kinds.Or<[A, B]>`` (an
+# instantiation expression in a type query) and ``typeof import("..").Renderer[]``.
+IMPORT_TYPE_ARGUMENTS = re.compile(
+    rb"(?<![\w$.])(?<!typeof )import(?=\s*\(\s*(?:\"[^\"\n]*\"|'[^'\n]*')\s*\)(?:\s*\.\s*[A-Za-z_$][\w$]*)+\s*[<[])"
+)
 
 
 def _export_type_star(found) -> bytes:
@@ -114,6 +122,8 @@ def _parse(dialect: str, parser, data: bytes):
     - ``<in out K extends string>``, ``<in T = never>`` and ``<const T>``: the modifiers blanked;
     - ``export type * from "x"`` as ``export type {} from "x"``, and ``export type * as ns from "x"`` as
       ``export type {ns} from "x"``: the same type-only import of ``x``, and the same name exported;
+    - ``import("./o").O<T>`` and ``import("./o").O[]`` with ``typeof`` before them: the same type-only import
+      of ``./o``;
     - a generic call signature on a line of its own (``<A, B>(f: (a: A) => B): C``) after a member the line
       break ends: a ``;`` put after that member, where the line break stands for one (TypeScript, not TSX).
 
@@ -129,6 +139,8 @@ def _parse(dialect: str, parser, data: bytes):
         rewritten = VARIANCE_MODIFIERS.sub(lambda found: found[1] + re.sub(rb"\S", b" ", found[2]), rewritten)
     if b"type" in rewritten:
         rewritten = EXPORT_TYPE_STAR.sub(_export_type_star, rewritten)
+    if b"import" in rewritten:
+        rewritten = IMPORT_TYPE_ARGUMENTS.sub(b"typeof import", rewritten)
     if dialect == "typescript" and b"\n" in rewritten:  # in TSX a line that opens with "<" is an element
         rewritten = GENERIC_SIGNATURE.sub(rb"\1;\2", rewritten)
     return parser.parse(rewritten) if rewritten != data else tree
@@ -155,35 +167,9 @@ def _is_keyword_alias(error) -> bool:
     )
 
 
-def _is_missing_before_import_type_arguments(node) -> bool:
-    """Whether a missing token is the ``;`` the parser supposed before the ``<T>`` of ``import("./o").O<T>``."""
-    if not node.is_missing:
-        return False
-    while node is not None and node.next_sibling is None:
-        node = node.parent
-    after = node.next_sibling if node is not None else None
-    return after is not None and after.is_error and _is_import_type_arguments(after)
-
-
-def _is_import_type_arguments(error) -> bool:
-    """Whether an error node is the ``<T>`` of ``import("./o").O<T>``: tree-sitter-typescript 0.23 reads an import
-    type as an expression, which takes no type arguments, and so the arguments for an error."""
-    if [child.type for child in error.named_children] != ["type_parameters"]:
-        return False
-    node = error.prev_sibling
-    while node is not None and node.child_count:  # the last token before the error, skipping a missing ";"
-        children = [child for child in node.children if not child.is_missing]
-        node = children[-1] if children else None
-    member = node.parent if node is not None else None
-    target = member.child_by_field_name("object") if member is not None and member.type == "member_expression" else None
-    return target is not None and target.type == "call_expression" and _text(target).startswith("import")
-
-
 def _tolerated(error) -> bool:
     """Whether an error (or missing) node is syntax the language allows and the grammar does not know (above)."""
-    if error.is_missing:
-        return _is_missing_before_import_type_arguments(error)
-    return _is_variance_annotation(error) or _is_keyword_alias(error) or _is_import_type_arguments(error)
+    return not error.is_missing and (_is_variance_annotation(error) or _is_keyword_alias(error))
 
 
 def _fetch_method(url) -> str:
