@@ -299,16 +299,21 @@ def test_an_import_of_what_the_build_writes_goes_to_the_source_it_is_built_from(
         "kit/tsconfig.build.json": '{"compilerOptions": {"declarationDir": "types", "outDir": "./dist", "rootDir": "./lib"}}\n',
         "kit/lib/main.mts": "export const kit = 1;\n",
         "kit/lib/extra.ts": "export const extra = 1;\n",
+        # gradio's client: no rootDir, so TypeScript takes the folder its include names
+        "client/package.json": '{"name": "@gradio/client", "exports": {".": {"types": "./dist/index.d.ts"}}}\n',
+        "client/tsconfig.json": '{"include": ["src/**/*"], "exclude": ["src/test"], "compilerOptions": {"outDir": "dist"}}\n',
+        "client/src/index.ts": "export const client = 1;\n",
         "plain/package.json": '{"name": "plain", "main": "lib/index.js"}\n',  # no tsconfig says what builds lib/
         "plain/src/index.ts": "export const plain = 1;\n",
         "app/main.ts": (
             'import { test } from "@acme/galata";\nimport config from "@acme/galata/lib/playwright-config";\n'
             'import { kit } from "kit";\nimport type { extra } from "kit/types/extra";\nimport { plain } from "plain";\n'
+            'import { client } from "@gradio/client";\n'
         ),
     })
     result = analyse(root)
     assert result.targets("mod:js:app/main.ts", "imports") == [
-        "mod:js:galata/src/index.ts", "mod:js:galata/src/playwright-config.ts", "mod:js:kit/lib/extra.ts",
+        "mod:js:client/src/index.ts", "mod:js:galata/src/index.ts", "mod:js:galata/src/playwright-config.ts", "mod:js:kit/lib/extra.ts",
         "mod:js:kit/lib/main.mts", "mod:js:plain/lib/index.js",
     ]
     assert result.nodes["mod:js:plain/lib/index.js"]["attrs"]["missing"] is True

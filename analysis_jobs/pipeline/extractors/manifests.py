@@ -10,7 +10,9 @@ entry, found by its path of keys where the parser reports no positions (``positi
 """
 
 import configparser
+import itertools
 import json
+import posixpath
 import re
 import tomllib
 
@@ -289,15 +291,35 @@ def _without_comments(text: str) -> str:
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 
 
+_GLOB = re.compile(r"[*?\[{]")
+
+
+def _included_root(include) -> str | None:
+    """Return the folder that holds everything ``include`` names (``["src/**/*"]``: ``src``), as TypeScript
+    takes the common folder of its inputs for ``rootDir`` when none is written; None without an ``include``."""
+    if not isinstance(include, list) or not include or not all(isinstance(pattern, str) for pattern in include):
+        return None
+    folders = []
+    for pattern in include:
+        parts = posixpath.normpath(pattern).split("/")
+        literal = list(itertools.takewhile(lambda part: not _GLOB.search(part), parts))
+        if literal == parts and "." in parts[-1]:
+            literal.pop()  # a file ("src/index.ts"): its folder
+        folders.append("/".join(part for part in literal if part != "."))
+    return posixpath.commonpath(folders) or "."
+
+
 def extract_tsconfig(data: bytes) -> dict:
     """``compilerOptions.paths`` aliases and ``baseUrl``: imports through them are the repository's own files;
-    ``outDir`` and ``declarationDir`` with ``rootDir``: the folders the build writes, each with the folder of the
-    sources it writes them from (``lib/index.js`` is built from ``src/index.ts``)."""
+    ``outDir`` and ``declarationDir`` with ``rootDir`` (else the folder ``include`` names): the folders the build
+    writes, each with the folder of the sources it writes them from (``lib/index.js`` is built from ``src/index.ts``)."""
     document = json.loads(_without_comments(decode(data)))
     options = (document.get("compilerOptions") or {}) if isinstance(document, dict) else {}
     paths = options.get("paths") or {}
     aliases = [[alias, [target for target in targets if isinstance(target, str)]] for alias, targets in sorted(paths.items()) if isinstance(targets, list)]
     base_url, root = (options.get(option) for option in ("baseUrl", "rootDir"))
+    if not isinstance(root, str) and isinstance(document, dict):
+        root = _included_root(document.get("include"))
     outputs = sorted({folder for option in ("outDir", "declarationDir") if isinstance(folder := options.get(option), str)})
     return {
         "aliases": aliases,
@@ -425,7 +447,8 @@ POETRY_LOCK = Extractor("poetry.lock", "3", extract_poetry_lock)  # 3: no packag
 UV_LOCK = Extractor("uv.lock", "3", extract_uv_lock)  # 3: no package from a local folder
 # package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides; 6: subpath imports
 PACKAGE_JSON = Extractor("package.json", "6", extract_package_json)
-TSCONFIG = Extractor("tsconfig", "2", extract_tsconfig)  # 2: the build's output folders, with the sources'
+# tsconfig 2: the build's output folders, with the sources'; 3: the sources' folder from ``include`` without ``rootDir``
+TSCONFIG = Extractor("tsconfig", "3", extract_tsconfig)
 PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)
 YARN_LOCK = Extractor("yarn.lock", POSITIONS, extract_yarn_lock)
 PNPM_LOCK = Extractor("pnpm-lock", POSITIONS, extract_pnpm_lock)
