@@ -329,3 +329,30 @@ def test_an_import_that_names_no_package_is_never_a_dependency(tmp_path):
     assert result.targets("mod:js:templates/index.js", "imports") == ["dep:npm:left-pad", "mod:js:{{@key}}/{{this}}"]
     assert sorted(result.of_kind("dependency")) == ["dep:npm:left-pad"]
     assert result.nodes["mod:js:{{@key}}/{{this}}"]["attrs"]["missing"] is True
+
+
+def test_sveltekit_modules_and_queries_resolve_as_the_kit_and_vite_load_them(tmp_path):
+    # gradio's js/app: a SvelteKit project imports $lib/... (its src/lib), $app/... and $env/... (the kit's own),
+    # and Vite's "?raw" asks for a file's text.
+    root = write_tree(tmp_path / "mono", {
+        "js/app/package.json": '{"name": "app", "devDependencies": {"@sveltejs/kit": "^2"}}\n',
+        "js/app/svelte.config.js": 'import adapter from "@sveltejs/adapter-node";\nexport default { kit: { adapter: adapter() } };\n',
+        "js/app/src/lib/utils.ts": "export const utils = 1;\n",
+        "js/app/src/lib/index.ts": "export const lib = 1;\n",
+        "js/app/src/lib/assets/theme.css": "body {}\n",
+        "js/app/src/routes/+page.ts": (
+            'import { utils } from "$lib/utils";\nimport { lib } from "$lib";\nimport theme from "$lib/assets/theme.css?raw";\n'
+            'import { browser } from "$app/environment";\nimport { env } from "$env/dynamic/private";\n'
+            'import Worker from "./worker.ts?worker&inline";\n'
+        ),
+        "js/app/src/routes/worker.ts": "export {};\n",
+        "tools/build.ts": 'import { utils } from "$lib/utils";\n',  # no SvelteKit project above it
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:js/app/src/routes/+page.ts", "imports") == [
+        "dep:npm:@sveltejs/kit", "file:js/app/src/lib/assets/theme.css",
+        "mod:js:js/app/src/lib/index.ts", "mod:js:js/app/src/lib/utils.ts", "mod:js:js/app/src/routes/worker.ts",
+    ]
+    assert result.targets("mod:js:tools/build.ts", "imports") == ["mod:js:$lib/utils"]
+    assert result.nodes["mod:js:$lib/utils"]["attrs"]["missing"] is True
+    assert sorted(result.of_kind("dependency")) == ["dep:npm:@sveltejs/adapter-node", "dep:npm:@sveltejs/kit"]

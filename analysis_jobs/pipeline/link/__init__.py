@@ -50,7 +50,9 @@ from .python import Python
 # also ``x.d.cts`` and ``x.d.mts``, as TypeScript resolves them. 11: a file the build writes (a tsconfig's
 # ``outDir``) and the tree lacks is the source it is built from (``rootDir``), and a specifier that is no npm
 # name (a template's ``{{name}}``) is a missing module, not a dependency, found analysing jupyterlab's source.
-VERSION = "11"
+# 12: SvelteKit's ``$lib`` is its project's ``src/lib``, and ``$app``, ``$env`` are ``@sveltejs/kit``; an import's
+# query (Vite's ``?raw``) is not part of the file's name, found analysing gradio's source.
+VERSION = "12"
 
 
 class Linker:

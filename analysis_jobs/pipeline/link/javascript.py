@@ -7,7 +7,10 @@ above the importing file) or when it names a workspace package (a ``package.json
 ``#name`` is one of Node's subpath imports: the ``imports`` of the nearest ``package.json`` map it to a file of
 that package (or to a package), and it is never a dependency of its own. An import of a file the build writes
 and the tree does not hold (a workspace package whose ``main`` is ``lib/index.js``) goes to the source the build
-writes it from, where a tsconfig's ``outDir`` and ``rootDir`` say which (``src/index.ts``). A relative import of a file that is not a script (``./data.json``,
+writes it from, where a tsconfig's ``outDir`` and ``rootDir`` say which (``src/index.ts``). In a SvelteKit
+project (the folder of a ``svelte.config.js``), ``$lib`` is its ``src/lib`` and ``$app``, ``$env`` and
+``$service-worker`` are modules of ``@sveltejs/kit``. A query (Vite's ``./theme.css?raw``) opens the file
+without it. A relative import of a file that is not a script (``./data.json``,
 ``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that file's node.
 """
 
@@ -25,6 +28,9 @@ NODE_BUILTINS = frozenset(
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".d.ts", ".d.mts", ".d.cts")
 # What npm accepts in a package's name (and its scope): the characters a URL keeps as they are.
 NPM_NAME = re.compile(r"(@[\w.!~*'()-]+/)?[\w.!~*'()-]+", re.ASCII)
+# SvelteKit's modules: its project's own ``src/lib``, and the ones the kit itself provides.
+SVELTEKIT_LIB = "$lib"
+SVELTEKIT_MODULES = frozenset(("$app", "$env", "$service-worker"))
 BUILT_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx")  # what tsc writes, declarations first
 SCRIPT_EXTRACTORS = frozenset(("javascript", "typescript", "tsx"))
 # The files besides scripts that an import may load: JSON (Node), styles, images, fonts and other assets, and the
@@ -77,6 +83,9 @@ class JavaScript(Family):
         super().__init__(records)
         self.dependencies = dependencies
         self.paths = {record.path for record in records if is_script(record)}
+        self.kits = {  # every SvelteKit project's folder
+            posixpath.dirname(path) for path in self.paths if posixpath.basename(path).startswith("svelte.config.")
+        }
         self.assets = {
             record.path for record in records
             if posixpath.splitext(record.path)[1].lower() in ASSET_SUFFIXES and record.path not in self.paths
@@ -130,6 +139,7 @@ class JavaScript(Family):
         service_calls(graph, module_id, record, facts)
 
     def _resolve(self, graph, path: str, spec: str) -> str:
+        spec = spec.partition("?")[0] or spec  # "./theme.css?raw": the file, whatever the bundler makes of it
         if spec.startswith((".", "/")):
             base = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)) if not spec.startswith("/") else spec.lstrip("/")
             return self._file(graph, [base])
@@ -140,6 +150,13 @@ class JavaScript(Family):
             return self._file(graph, aliased)
         bare = spec[5:] if spec.startswith("node:") else spec
         head = bare.split("/", 1)[0]
+        if head == SVELTEKIT_LIB or head in SVELTEKIT_MODULES:
+            kit = _nearest(posixpath.dirname(path), self.kits)
+            if kit is not None and head == SVELTEKIT_LIB:
+                return self._file(graph, [posixpath.join(kit, "src/lib", bare[len(head):].lstrip("/")).rstrip("/")])
+            if kit is not None:
+                self.dependencies.imported.add("dep:npm:@sveltejs/kit")
+                return "dep:npm:@sveltejs/kit"
         if spec.startswith("node:") or head in NODE_BUILTINS:
             return graph.node(f"std:node:{head}", "stdlib", {"language": "javascript", "name": head})
         name = "/".join(bare.split("/", 2)[:2]) if bare.startswith("@") else head
@@ -177,11 +194,9 @@ class JavaScript(Family):
     def _built_from(self, path: str) -> str | None:
         """Return the stem of the source the build writes ``path`` from (``lib/index.js``: ``src/index``), when
         ``path`` lies in a folder a build writes (the nearest above it); else None."""
-        folder = posixpath.dirname(path)
-        while folder not in self.builds:
-            if not folder:
-                return None
-            folder = posixpath.dirname(folder)
+        folder = _nearest(posixpath.dirname(path), self.builds)
+        if folder is None:
+            return None
         inside = path[len(folder):].lstrip("/")
         suffix = next((suffix for suffix in BUILT_SUFFIXES if inside.endswith(suffix)), "")
         return posixpath.join(self.builds[folder], inside[:len(inside) - len(suffix)])
@@ -189,9 +204,7 @@ class JavaScript(Family):
     def _subpath_import(self, graph, path: str, spec: str) -> str:
         """Return what the nearest ``package.json``'s ``imports`` map ``spec`` (``#config``) to: a file of its
         package, or the package a target names; a missing module at ``spec`` in that folder when none does."""
-        scope = posixpath.dirname(path)
-        while scope not in self.scopes and scope:
-            scope = posixpath.dirname(scope)
+        scope = _nearest(posixpath.dirname(path), self.scopes) or ""
         found = best_match(self.scopes.get(scope, ()), spec)
         target = None if found is None else found[0] if found[1] is None else found[0].replace("*", found[1])
         if target is not None and target.startswith("./"):
@@ -219,3 +232,12 @@ def _folder(directory: str, relative: str) -> str:
     """Return the folder ``relative`` names from ``directory``, from the repository's root ("" for the root)."""
     folder = posixpath.normpath(posixpath.join(directory, relative))
     return "" if folder == "." else folder
+
+
+def _nearest(folder: str, folders) -> str | None:
+    """Return ``folder`` or the nearest folder above it that is one of ``folders``; None when none is."""
+    while folder not in folders:
+        if not folder:
+            return None
+        folder = posixpath.dirname(folder)
+    return folder
