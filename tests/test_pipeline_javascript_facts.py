@@ -356,3 +356,18 @@ def test_sveltekit_modules_and_queries_resolve_as_the_kit_and_vite_load_them(tmp
     assert result.targets("mod:js:tools/build.ts", "imports") == ["mod:js:$lib/utils"]
     assert result.nodes["mod:js:$lib/utils"]["attrs"]["missing"] is True
     assert sorted(result.of_kind("dependency")) == ["dep:npm:@sveltejs/adapter-node", "dep:npm:@sveltejs/kit"]
+
+
+def test_the_aliases_of_every_tsconfig_in_a_folder_apply(tmp_path):
+    # Vite's template: tsconfig.app.json holds the app's aliases, tsconfig.json refers to it and adds its own.
+    root = write_tree(tmp_path / "web", {
+        "tsconfig.app.json": '{"compilerOptions": {"paths": {"@/*": ["./src/*"], "~/*": ["./app/*"]}}, "include": ["src"]}\n',
+        "tsconfig.json": '{"files": [], "references": [{"path": "./tsconfig.app.json"}], "compilerOptions": {"paths": {"@/*": ["./other/*"], "#ui/*": ["./ui/*"]}}}\n',
+        "tsconfig.node.json": '{"include": ["vite.config.ts"]}\n',
+        "src/lib/utils.ts": "export const cn = 1;\n",
+        "app/store.ts": "export const store = 1;\n",
+        "ui/button.ts": "export const Button = 1;\n",
+        "src/main.ts": 'import { cn } from "@/lib/utils";\nimport { store } from "~/store";\nimport { Button } from "#ui/button";\n',
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:src/main.ts", "imports") == ["mod:js:app/store.ts", "mod:js:src/lib/utils.ts", "mod:js:ui/button.ts"]

@@ -51,8 +51,10 @@ from .python import Python
 # ``outDir``) and the tree lacks is the source it is built from (``rootDir``), and a specifier that is no npm
 # name (a template's ``{{name}}``) is a missing module, not a dependency, found analysing jupyterlab's source.
 # 12: SvelteKit's ``$lib`` is its project's ``src/lib``, and ``$app``, ``$env`` are ``@sveltejs/kit``; an import's
-# query (Vite's ``?raw``) is not part of the file's name, found analysing gradio's source.
-VERSION = "12"
+# query (Vite's ``?raw``) is not part of the file's name, found analysing gradio's source. 13: the ``paths`` of
+# every tsconfig in a folder apply (``tsconfig.app.json`` and ``tsconfig.json``), not only the last one's, and
+# they map a ``#name`` before the ``package.json`` ``imports`` do, as TypeScript resolves.
+VERSION = "13"
 
 
 class Linker:

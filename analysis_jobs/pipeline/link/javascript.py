@@ -92,7 +92,7 @@ class JavaScript(Family):
         }
         self.packages: dict[str, tuple[str, str, list]] = {}  # workspace package name: (folder, entry, subpaths)
         self.entries: dict[str, str] = {}  # a package's folder: its entry
-        self.configs: dict[str, list[tuple[str, list[str]]]] = {}  # tsconfig folder: [(alias, target folders)]
+        self.configs: dict[str, list[tuple[str, list[str]]]] = {}  # tsconfigs' folder: [(alias, target folders)]
         self.scopes: dict[str, list] = {}  # every package.json's folder: its subpath imports, [("#name", target)]
         self.builds: dict[str, str] = {}  # a folder a tsconfig's build writes: the folder of the sources it builds
 
@@ -107,12 +107,14 @@ class JavaScript(Family):
             name, entry, subpaths = facts["package"]
             self.packages.setdefault(name, (directory, entry, subpaths))
             self.entries[directory] = entry
-        if facts.get("aliases"):
+        if facts.get("aliases"):  # a folder's configs (tsconfig.app.json, tsconfig.json) together, the first's first
             base = posixpath.normpath(posixpath.join(directory, facts.get("base_url") or "."))
-            self.configs[directory] = [
+            aliases = self.configs.setdefault(directory, [])
+            known = {alias for alias, _targets in aliases}
+            aliases.extend(
                 (alias, [posixpath.normpath(posixpath.join(base, target)) for target in targets])
-                for alias, targets in facts["aliases"]
-            ]
+                for alias, targets in facts["aliases"] if alias not in known
+            )
         for output, sources in facts.get("outputs", ()):
             output, sources = (_folder(directory, folder) for folder in (output, sources))
             if output != sources:
@@ -143,11 +145,11 @@ class JavaScript(Family):
         if spec.startswith((".", "/")):
             base = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)) if not spec.startswith("/") else spec.lstrip("/")
             return self._file(graph, [base])
-        if spec.startswith("#"):
-            return self._subpath_import(graph, path, spec)
-        aliased = self._aliased(path, spec)
+        aliased = self._aliased(path, spec)  # TypeScript maps every bare specifier through "paths" first, "#x" too
         if aliased is not None:
             return self._file(graph, aliased)
+        if spec.startswith("#"):
+            return self._subpath_import(graph, path, spec)
         bare = spec[5:] if spec.startswith("node:") else spec
         head = bare.split("/", 1)[0]
         if head == SVELTEKIT_LIB or head in SVELTEKIT_MODULES:
