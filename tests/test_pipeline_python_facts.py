@@ -90,6 +90,24 @@ def test_newer_python_syntax_parses_on_any_worker(tmp_path):
     assert [(kind, name) for kind, name, *_ in facts["defs"]] == [("type", "Pair"), ("class", "Box"), ("function", "first")]
 
 
+def test_a_starred_item_of_an_unparenthesised_tuple_parses():
+    # gradio's chat_interface.py: yield None, history, *[skip() for _ in self.additional_outputs]
+    source = (
+        "import os\n"
+        "def respond(history, outputs):\n"
+        "    yield None, history, *[skip() for _ in outputs]\n"
+        "    return history, *(outputs or ())\n"
+        "pair = *[1], 2\n"
+        "for item in 1, *{2}:\n"
+        "    import json\n"
+        "product = 2 *[3]\n"
+    )
+    facts = extract_python(source.encode())
+    assert "error" not in facts
+    assert [(row[0], row[3]) for row in facts["imports"]] == [("os", 1), ("json", 7)]
+    assert extract_python((source + "broken = (\n").encode())["error"][1] == 9  # a real error still is one
+
+
 def test_the_graph_does_not_depend_on_the_interpreter(tmp_path, monkeypatch):
     import sys
 

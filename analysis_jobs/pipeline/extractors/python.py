@@ -27,7 +27,8 @@ import warnings
 
 from .base import Extractor, first_syntax_error, http_target
 
-VERSION = "3"  # 3: pytest.importorskip and with suppress(ImportError) are optional imports
+# 3: pytest.importorskip and with suppress(ImportError) are optional imports; 4: ``a, *[b]`` parses
+VERSION = "4"
 
 QUERIES = """
 (import_statement) @import
@@ -330,6 +331,21 @@ def _is_type_parameter_default(node) -> bool:
     )
 
 
+# A starred list, tuple or set in a tuple written without parentheses (``yield a, *[f(x) for x in y]``,
+# ``return a, *(b)``): valid since Python 3.5, and an error in tree-sitter-python 0.25, which knows ``*b`` there
+# and ``(a, *[b])``. No fact depends on the star: a file that failed to parse is parsed again with it blanked.
+STARRED_IN_TUPLE = re.compile(rb"(?:(?<=,)|(?<==)|(?<=\breturn)|(?<=\byield)|(?<=\bin))(\s*)\*(?=[\[({])")
+
+
+def _parse(parser, data: bytes):
+    """Return ``data``'s tree; where it failed to parse and holds a starred tuple item, the tree of ``data``
+    with those stars blanked (the same lines, the same facts)."""
+    tree = parser.parse(data)
+    if tree.root_node.has_error and STARRED_IN_TUPLE.search(data):
+        return parser.parse(STARRED_IN_TUPLE.sub(rb"\1 ", data))
+    return tree
+
+
 CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
@@ -355,7 +371,7 @@ def extract_python(data: bytes) -> dict:
     import tree_sitter
 
     parser, query = _grammar()
-    root = parser.parse(data).root_node
+    root = _parse(parser, data).root_node
     imports, aliases, statements, dynamic, calls, clients = [], {}, [], [], [], []
     for _pattern, found in tree_sitter.QueryCursor(query).matches(root):
         if "import" in found:
