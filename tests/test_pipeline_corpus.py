@@ -4,7 +4,7 @@ with a namespace package, from-imports of submodules, stubs, same-named files, i
 import name unlike its distribution, a name imported from a namespace package, ``pytest.importorskip``, a JS
 workspace with a tsconfig alias and subpath exports, variance modifiers, ``export declare``, ``export type *`` and
 ``export * as``, destructuring and ``exports["x"]`` exports, ``import x = require()``, an imported stylesheet,
-nested tsconfig aliases, a subpath import (``#theme``), a workspace package whose entry the build writes, a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency
+nested tsconfig aliases, a subpath import (``#theme``), a workspace package whose entry the build writes, a pnpm catalog, a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency
 written as a table, a gem from git), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts
 compared exactly: a fact gained or lost anywhere fails here.
 """
@@ -38,7 +38,8 @@ CORPUS = {
     "tests/api/conftest.py": "import pytest\nnp = pytest.importorskip('numpy')\n",
     "tools/gen.py": "type Pair[T = int] = tuple[T, T]\nfrom google import genai\n",
     # JavaScript/TypeScript: a workspace package, a tsconfig alias, type-only and dynamic imports, fetch
-    "web/package.json": '{"name": "web", "dependencies": {"@acme/ui": "workspace:*", "react": "^18"}}\n',
+    "web/package.json": '{"name": "web", "dependencies": {"@acme/ui": "workspace:*", "react": "catalog:"}}\n',
+    "pnpm-workspace.yaml": "packages:\n  - web\n  - packages/*\ncatalog:\n  react: ^18\n",
     "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"], "@/env/*": ["config/*"]}},\n}\n',
     "web/config/env.ts": "export const { API_URL, ...others } = process.env;\n",  # a destructuring export
     "web/src/api.ts": (
@@ -107,7 +108,7 @@ EXPECTED_EDGES = [
     ('file:svc/go.mod', 'declares', 'dep:go:github.com/google/uuid', {'scope': 'main', 'spec': 'v1.6.0'}),
     ('file:svc/go.mod', 'locks', 'dep:go:golang.org/x/sys', {'version': 'v0.20.0'}),
     ('file:web/package.json', 'declares', 'dep:npm:@acme/ui', {'scope': 'main', 'spec': 'workspace:*'}),
-    ('file:web/package.json', 'declares', 'dep:npm:react', {'scope': 'main', 'spec': '^18'}),
+    ('file:web/package.json', 'declares', 'dep:npm:react', {'catalog': 'default', 'scope': 'main', 'spec': '^18'}),
     ('k8s:deploy/web.yaml#Deployment//web', 'uses_image', 'img:shop/web:1.0', {}),
     ('mod:js:packages/kit/src/index.ts', 'exports', 'sym:js:packages/kit/src/index.ts#kit', {}),
     ('mod:js:packages/ui/index.js', 'exports', 'sym:js:packages/ui/index.js#Button', {}),

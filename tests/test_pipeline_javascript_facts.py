@@ -371,3 +371,27 @@ def test_the_aliases_of_every_tsconfig_in_a_folder_apply(tmp_path):
     })
     result = analyse(root)
     assert result.targets("mod:js:src/main.ts", "imports") == ["mod:js:app/store.ts", "mod:js:src/lib/utils.ts", "mod:js:ui/button.ts"]
+
+
+def test_a_pnpm_catalog_spec_takes_its_range_from_the_workspaces_catalog(tmp_path):
+    # vue's core and vitest declare "catalog:" in their packages and keep the ranges in pnpm-workspace.yaml.
+    root = write_tree(tmp_path / "mono", {
+        "pnpm-workspace.yaml": (
+            "packages:\n  - packages/*\ncatalog:\n  react: ^18.3.1\n  '@babel/parser': ^7.27.5\n"
+            "catalogs:\n  legacy:\n    react-dom: 17\n"
+        ),
+        "packages/app/package.json": (
+            '{"name": "app", "dependencies": {"react": "catalog:", "react-dom": "catalog:legacy", "@babel/parser": "catalog:default",'
+            ' "left-pad": "catalog:", "zod": "^3.23.0"}}\n'
+        ),
+    })
+    result = analyse(root)
+    attrs = {edge["dst"]: edge["attrs"] for edge in result.edges_from("file:packages/app/package.json", "declares")}
+    assert attrs == {
+        "dep:npm:react": {"spec": "^18.3.1", "scope": "main", "catalog": "default"},
+        "dep:npm:@babel/parser": {"spec": "^7.27.5", "scope": "main", "catalog": "default"},
+        "dep:npm:react-dom": {"spec": "17", "scope": "main", "catalog": "legacy"},
+        "dep:npm:left-pad": {"spec": "catalog:", "scope": "main"},  # in no catalog: the spec as written
+        "dep:npm:zod": {"spec": "^3.23.0", "scope": "main"},
+    }
+    assert "diag:parse-error:pnpm-workspace.yaml" not in result.nodes

@@ -18,8 +18,8 @@ from .ecosystems import (
 from .iac import COMPOSE, DOCKERFILE, TERRAFORM
 from .javascript import JAVASCRIPT, TSX, TYPESCRIPT
 from .manifests import (
-    PACKAGE_JSON, PACKAGE_LOCK, PIPFILE, PIPFILE_LOCK, PNPM_LOCK, POETRY_LOCK, PYPROJECT, REQUIREMENTS, SETUP_CFG,
-    TSCONFIG, UV_LOCK, YARN_LOCK,
+    PACKAGE_JSON, PACKAGE_LOCK, PIPFILE, PIPFILE_LOCK, PNPM_LOCK, PNPM_WORKSPACE, POETRY_LOCK, PYPROJECT, REQUIREMENTS,
+    SETUP_CFG, TSCONFIG, UV_LOCK, YARN_LOCK,
 )
 from .platforms import ACTION, HELM_CHART, KUBERNETES, TERRAFORM_LOCK, WORKFLOW
 from .python import PYTHON
@@ -34,7 +34,7 @@ MANIFESTS = (
 # What declares or locks dependencies besides the manifests: a Helm chart's charts, Terraform's providers.
 DECLARING = (*MANIFESTS, HELM_CHART, TERRAFORM, TERRAFORM_LOCK)
 ALL = (
-    PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, TSCONFIG, *MANIFESTS, DOCKERFILE, COMPOSE, TERRAFORM, TERRAFORM_LOCK,
+    PYTHON, JAVASCRIPT, TYPESCRIPT, TSX, TSCONFIG, *MANIFESTS, PNPM_WORKSPACE, DOCKERFILE, COMPOSE, TERRAFORM, TERRAFORM_LOCK,
     WORKFLOW, ACTION, KUBERNETES, HELM_CHART,
 )
 BY_KEY = {extractor.key: extractor for extractor in ALL}
@@ -51,6 +51,7 @@ BY_NAME = {
     "npm-shrinkwrap.json": PACKAGE_LOCK,
     "yarn.lock": YARN_LOCK,
     "pnpm-lock.yaml": PNPM_LOCK,
+    "pnpm-workspace.yaml": PNPM_WORKSPACE,  # its catalogs: what a "catalog:" spec stands for
     "setup.py": SETUP_PY,
     "go.mod": GO_MOD,
     "go.sum": GO_SUM,

@@ -412,6 +412,26 @@ def _pnpm_key(key: str):
     return name, version
 
 
+def extract_pnpm_workspace(data: bytes) -> dict:
+    """A pnpm workspace's catalogs, as ``[catalog, name, range]`` rows: ``catalog`` is the one named ``default``,
+    ``catalogs`` the named ones. A ``package.json`` that declares ``"react": "catalog:"`` takes the range from it."""
+    import yaml
+
+    document = yaml.load(decode(data), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    if not isinstance(document, dict):
+        return {"catalogs": []}
+    catalogs = {"default": document.get("catalog")}
+    named = document.get("catalogs")
+    if isinstance(named, dict):
+        catalogs.update((str(catalog), entries) for catalog, entries in named.items() if str(catalog) != "default" or not catalogs["default"])
+    rows = [
+        [catalog, str(name), str(spec)]
+        for catalog, entries in catalogs.items() if isinstance(entries, dict)
+        for name, spec in entries.items() if spec is not None
+    ]
+    return {"catalogs": sorted(rows)}
+
+
 def extract_pnpm_lock(data: bytes) -> dict:
     import yaml
 
@@ -452,3 +472,4 @@ TSCONFIG = Extractor("tsconfig", "3", extract_tsconfig)
 PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)
 YARN_LOCK = Extractor("yarn.lock", POSITIONS, extract_yarn_lock)
 PNPM_LOCK = Extractor("pnpm-lock", POSITIONS, extract_pnpm_lock)
+PNPM_WORKSPACE = Extractor("pnpm-workspace", "1", extract_pnpm_workspace)

@@ -53,8 +53,9 @@ from .python import Python
 # 12: SvelteKit's ``$lib`` is its project's ``src/lib``, and ``$app``, ``$env`` are ``@sveltejs/kit``; an import's
 # query (Vite's ``?raw``) is not part of the file's name, found analysing gradio's source. 13: the ``paths`` of
 # every tsconfig in a folder apply (``tsconfig.app.json`` and ``tsconfig.json``), not only the last one's, and
-# they map a ``#name`` before the ``package.json`` ``imports`` do, as TypeScript resolves.
-VERSION = "13"
+# they map a ``#name`` before the ``package.json`` ``imports`` do, as TypeScript resolves. 14: an npm
+# dependency declared ``catalog:`` takes its range (and its ``catalog``) from the nearest ``pnpm-workspace.yaml``.
+VERSION = "14"
 
 
 class Linker:

@@ -1,8 +1,9 @@
 """Declared and locked dependencies: a ``declares``/``locks`` edge per manifest row, a node per dependency."""
 
+import posixpath
 import re
 
-from ..extractors import DECLARING
+from ..extractors import DECLARING, PNPM_WORKSPACE
 from .family import Family, evidence, extractor_name
 
 _DEV_WORDS = re.compile(r"(^|[^a-z])(dev|test|tests|testing|lint|docs?|ci|bench)([^a-z]|$)")
@@ -27,7 +28,9 @@ class Dependencies(Family):
     ``imported`` is filled by the families that resolve imports to a dependency, so that an import of something
     neither declared nor locked still gets a node (an undeclared dependency). A dependency is ``in_repository``
     when a manifest in the tree is that package (its ``provides``: a workspace package, a sibling crate, the
-    project's own distribution), so that a monorepo's own packages are not counted as what it depends on.
+    project's own distribution), so that a monorepo's own packages are not counted as what it depends on. An npm
+    dependency declared from a pnpm catalog (``"react": "catalog:"``) takes its range from the catalogs of the
+    nearest ``pnpm-workspace.yaml`` above its manifest, and says which catalog it came from.
     """
 
     def __init__(self, records):
@@ -37,9 +40,10 @@ class Dependencies(Family):
         self.locked: set[str] = set()
         self.imported: set[str] = set()
         self.provided: set[str] = set()
+        self.catalogs: dict[str, dict[tuple[str, str], str]] = {}  # a workspace's folder: {(catalog, name): range}
 
     def reads(self, record):
-        return extractor_name(record) in _MANIFEST_NAMES
+        return extractor_name(record) in _MANIFEST_NAMES or extractor_name(record) == PNPM_WORKSPACE.name
 
     def learn(self, record, facts):
         for ecosystem, name, _spec, _scope, _line in facts.get("declared", ()):
@@ -50,18 +54,36 @@ class Dependencies(Family):
                 self.direct.add(f"dep:{ecosystem}:{name}")
         for ecosystem, name in facts.get("provides", ()):
             self.provided.add(f"dep:{ecosystem}:{name}")
+        if "catalogs" in facts:
+            self.catalogs[posixpath.dirname(record.path)] = {(catalog, name): spec for catalog, name, spec in facts["catalogs"]}
 
     def emit(self, record, facts, graph):
         file_id = f"file:{record.path}"
         for ecosystem, name, spec, scope, line in facts.get("declared", ()):
             if extractor_name(record) == "requirements":
                 scope = requirements_scope(record.path)
-            graph.edge(file_id, "declares", f"dep:{ecosystem}:{name}", {"spec": spec, "scope": scope}, evidence(record, line))
+            attrs = {"spec": spec, "scope": scope}
+            if ecosystem == "npm" and spec.startswith("catalog:"):
+                attrs.update(self._catalogued(record.path, spec.removeprefix("catalog:") or "default", name))
+            graph.edge(file_id, "declares", f"dep:{ecosystem}:{name}", attrs, evidence(record, line))
         for ecosystem, name, version, line, _direct in facts.get("locked", ()):
             graph.edge(file_id, "locks", f"dep:{ecosystem}:{name}", {"version": version}, evidence(record, line))
 
     def learnt(self):
-        return [sorted(self.declared), sorted(self.locked), sorted(self.direct), sorted(self.provided)]
+        return [sorted(self.declared), sorted(self.locked), sorted(self.direct), sorted(self.provided),
+                sorted((folder, sorted(entries.items())) for folder, entries in self.catalogs.items())]
+
+    def _catalogued(self, path: str, catalog: str, name: str) -> dict:
+        """Return ``{"spec": range, "catalog": catalog}`` for ``name`` in ``catalog`` of the nearest workspace
+        above ``path`` that has it; an empty dict when none does (the spec then stays ``catalog:...``)."""
+        folder = posixpath.dirname(path)
+        while True:
+            spec = self.catalogs.get(folder, {}).get((catalog, name))
+            if spec is not None:
+                return {"spec": spec, "catalog": catalog}
+            if not folder:
+                return {}
+            folder = posixpath.dirname(folder)
 
     def known(self, dependency: str) -> bool:
         """Return whether ``dependency`` has a node whether or not anything imports it."""
