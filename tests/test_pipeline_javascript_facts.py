@@ -64,8 +64,10 @@ def test_a_workspace_packages_subpaths_go_where_its_exports_map_them(tmp_path):
         "packages/ui/package.json": (
             '{"name": "@repo/ui", "exports": {"./button": "./src/button.tsx", "./card": {"types": "./src/card.tsx",'
             ' "default": "./dist/card.js"}, "./icons/*": "./src/icons/*.tsx", "./icons/brand/*": ["./src/brand/*.tsx"],'
-            ' "./internal": null}}\n'
+            ' "./internal": null, "./env": {"node": "./src/env-node.ts", "browser": "./src/env-web.ts"}}}\n'
         ),
+        "packages/ui/src/env-node.ts": "export const env = 1;\n",
+        "packages/ui/src/env-web.ts": "export const env = 2;\n",
         "packages/ui/src/button.tsx": "export const Button = 1;\n",
         "packages/ui/src/card.tsx": "export const Card = 1;\n",
         "packages/ui/src/icons/arrow.tsx": "export const Arrow = 1;\n",
@@ -77,12 +79,13 @@ def test_a_workspace_packages_subpaths_go_where_its_exports_map_them(tmp_path):
             'import { Arrow } from "@repo/ui/icons/arrow";\n'
             'import { Logo } from "@repo/ui/icons/brand/logo";\n'
             'import { theme } from "@repo/ui/theme";\n'  # no key covers it: the package's folder, as before
+            'import { env } from "@repo/ui/env";\n'  # conditions with no preferred one: the first, as Node reads them
         ),
     })
     result = analyse(root)
     assert result.targets("mod:js:apps/web/app/page.tsx", "imports") == [
         "mod:js:packages/ui/src/brand/logo.tsx", "mod:js:packages/ui/src/button.tsx", "mod:js:packages/ui/src/card.tsx",
-        "mod:js:packages/ui/src/icons/arrow.tsx", "mod:js:packages/ui/theme.ts",
+        "mod:js:packages/ui/src/env-node.ts", "mod:js:packages/ui/src/icons/arrow.tsx", "mod:js:packages/ui/theme.ts",
     ]
     assert result.of_kind("dependency") == {}
 

@@ -244,11 +244,12 @@ EXPORT_CONDITIONS = ("types", "import", "module", "default", "require")  # the r
 
 def _export_target(value) -> str | None:
     """Return the file an ``exports`` value names: a string, the first of a fallback list that names one, or the
-    preferred condition's (``{"types": ..., "import": ..., "default": ...}``), nested or not; None for ``null``."""
+    preferred condition's (``{"types": ..., "import": ..., "default": ...}``), else the first condition's in the
+    object's order, as Node takes it (``{"node": ..., "browser": ...}``), nested or not; None for ``null``."""
     while isinstance(value, (dict, list)):
         if isinstance(value, list):
             return next((target for item in value if (target := _export_target(item)) is not None), None)
-        value = next((value[key] for key in EXPORT_CONDITIONS if key in value), None)
+        value = next((value[key] for key in EXPORT_CONDITIONS if key in value), next(iter(value.values()), None))
     return value if isinstance(value, str) else None
 
 
@@ -465,8 +466,9 @@ PIPFILE = Extractor("pipfile", POSITIONS, extract_pipfile)
 PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
 POETRY_LOCK = Extractor("poetry.lock", "3", extract_poetry_lock)  # 3: no package from a local folder
 UV_LOCK = Extractor("uv.lock", "3", extract_uv_lock)  # 3: no package from a local folder
-# package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides; 6: subpath imports
-PACKAGE_JSON = Extractor("package.json", "6", extract_package_json)
+# package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides; 6: subpath
+# imports; 7: a target under conditions none of ``EXPORT_CONDITIONS`` names is the first condition's
+PACKAGE_JSON = Extractor("package.json", "7", extract_package_json)
 # tsconfig 2: the build's output folders, with the sources'; 3: the sources' folder from ``include`` without ``rootDir``
 TSCONFIG = Extractor("tsconfig", "3", extract_tsconfig)
 PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)
