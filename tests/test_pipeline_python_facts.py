@@ -125,6 +125,9 @@ def test_the_graph_does_not_depend_on_the_interpreter(tmp_path, monkeypatch):
 @pytest.mark.parametrize(("imported", "declared"), [
     ("taggit", "django-taggit"), ("mptt", "django-mptt"), ("storages", "django-storages"),
     ("graphql", "graphql-core"), ("yaml", "PyYAML"), ("jose", "python-jose"), ("dateutil", "python-dateutil"),
+    # pretix's: a lighter build, a fork, a hyphen the import name lacks, a name of its own
+    ("phonenumbers", "phonenumberslite"), ("vat_moss", "vat_moss_forked"), ("mt940", "mt-940"), ("sass", "libsass"),
+    ("oauth2_provider", "django-oauth-toolkit"), ("cv2", "opencv-python-headless"),
 ])
 def test_an_import_name_maps_to_its_declared_distribution(tmp_path, imported, declared):
     root = write_tree(tmp_path / "r", {"requirements.txt": f"{declared}==1.0\n", "app.py": f"import {imported}\n"})
@@ -161,6 +164,7 @@ def test_a_dotted_import_maps_to_the_declared_distribution_its_longest_prefix_na
     ("opentelemetry.trace", "opentelemetry-api"), ("opentelemetry.sdk.trace.export", "opentelemetry-sdk"),
     ("opentelemetry.instrumentation.django", "opentelemetry-instrumentation-django"), ("cog", "cogapp"),
     ("xdist.plugin", "pytest-xdist"), ("markdown_it", "markdown-it-py"), ("factory.django", "factory-boy"),
+    ("oauth2_provider.models", "django-oauth-toolkit"), ("sass", "libsass"), ("phonenumbers", "phonenumbers"),
 ])
 def test_an_undeclared_import_name_maps_to_its_known_distribution(tmp_path, imported, distribution):
     # pip's vendored urllib3 imports socks, and pyparsing railroad, where nothing declares them; pytest imports zope.interface.

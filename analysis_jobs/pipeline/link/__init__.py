@@ -55,7 +55,10 @@ from .python import Python
 # every tsconfig in a folder apply (``tsconfig.app.json`` and ``tsconfig.json``), not only the last one's, and
 # they map a ``#name`` before the ``package.json`` ``imports`` do, as TypeScript resolves. 14: an npm
 # dependency declared ``catalog:`` takes its range (and its ``catalog``) from the nearest ``pnpm-workspace.yaml``.
-VERSION = "14"
+# 15: a declared distribution that installs another's import name (``phonenumberslite``, ``vat-moss-forked``,
+# ``opencv-python-headless``) or the name without its hyphens (``mt-940``) is what the import is, and more import
+# names are known (``oauth2_provider``, ``sass``), found analysing pretix's source.
+VERSION = "15"
 
 
 class Linker:

@@ -66,6 +66,16 @@ IMPORT_TO_DISTRIBUTION = {
     )},
     "opentelemetry.instrumentation.utils": "opentelemetry-instrumentation",
     "opentelemetry.instrumentation.instrumentor": "opentelemetry-instrumentation",
+    "oauth2_provider": "django-oauth-toolkit", "phonenumber_field": "django-phonenumber-field", "sass": "libsass",
+    "bootstrap3": "django-bootstrap3", "bootstrap4": "django-bootstrap4", "bidi": "python-bidi",
+}
+# Distributions that install a module under another one's import name (a fork, a lighter or headless build):
+# declared, they are what the import is, else the table's above.
+ALTERNATE_DISTRIBUTIONS = {
+    "phonenumbers": ("phonenumberslite",), "PIL": ("pillow-simd",), "yaml": ("pyyaml-ft",),
+    "cv2": ("opencv-python-headless", "opencv-contrib-python", "opencv-contrib-python-headless"),
+    "psycopg2": ("psycopg2-binary",), "magic": ("python-magic-bin",), "Crypto": ("pycrypto",),
+    "vat_moss": ("vat-moss-forked",), "static": ("static3",),
 }
 # Namespace packages whose distributions are named for one more component than the namespace has:
 # ``zope.interface``, ``backports.zoneinfo``, ``google.genai``, ``google.cloud.storage``, ``azure.mgmt.compute``.
@@ -75,7 +85,7 @@ NAMESPACE_HEADS = frozenset({
     "azure.storage", "opentelemetry", "opentelemetry.exporter", "opentelemetry.instrumentation",
 })
 # How a distribution's name is made from its import name: ``django-`` + ``taggit``, ``graphql`` + ``-core``.
-DISTRIBUTION_PREFIXES = ("python-", "django-", "flask-", "py")
+DISTRIBUTION_PREFIXES = ("python-", "django-", "flask-", "py-", "py")
 DISTRIBUTION_SUFFIXES = ("-core", "-python", "-py", "-binary", "-client")
 PACKAGE_FILES = ("__init__.py", "__init__.pyi")
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "manage.py")
@@ -101,9 +111,23 @@ def _stem(path: str) -> str:
     return posixpath.basename(path).rsplit(".", 1)[0]
 
 
+def _imports_by_distribution() -> dict[str, set[str]]:
+    imports: dict[str, set[str]] = {}
+    for module, distribution in IMPORT_TO_DISTRIBUTION.items():
+        imports.setdefault(distribution, set()).add(pypi_name(module))
+    for module, distributions in ALTERNATE_DISTRIBUTIONS.items():
+        for distribution in distributions:
+            imports.setdefault(distribution, set()).add(pypi_name(module))
+    return imports
+
+
+IMPORTS_BY_DISTRIBUTION = _imports_by_distribution()  # a distribution: its import names the tables above give
+
+
 def import_name_of(distribution: str) -> set[str]:
-    """Return the import names ``distribution`` (PEP 503 normalised) is commonly made from."""
-    names = {distribution}
+    """Return the import names ``distribution`` (PEP 503 normalised) is commonly made from (``mt-940``: ``mt940``),
+    as PEP 503 normalises them."""
+    names = {distribution, distribution.replace("-", ""), *IMPORTS_BY_DISTRIBUTION.get(distribution, ())}
     for prefix in DISTRIBUTION_PREFIXES:
         if distribution.startswith(prefix) and len(distribution) > len(prefix):
             names.add(distribution[len(prefix) :])
