@@ -279,3 +279,59 @@ def test_a_monorepos_own_packages_are_dependencies_in_the_repository(tmp_path):
 def test_a_malformed_manifest_of_any_ecosystem_is_a_diagnostic(tmp_path, path, broken):
     result = analyse(write_tree(tmp_path / "r", {path: broken}))
     assert f"diag:parse-error:{path}" in result.nodes
+
+
+def test_a_spec_left_to_the_workspace_or_the_parent_takes_its_range_from_there(tmp_path):
+    # polars' crates declare serde = { workspace = true }; a Maven module leaves <version> to its parent's
+    # <dependencyManagement>, whose versions are ${properties}.
+    root = write_tree(tmp_path / "mono", {
+        "Cargo.toml": (
+            '[workspace]\nmembers = ["crates/*"]\n\n[workspace.dependencies]\n'
+            'serde = { version = "1.0.200", features = ["derive"] }\nanyhow = "1"\nmemmap = { package = "memmap2", version = "0.9" }\n'
+        ),
+        "crates/core/Cargo.toml": (
+            '[package]\nname = "core"\n\n[dependencies]\nserde = { workspace = true }\nanyhow.workspace = true\n'
+            'tokio = { workspace = true }\nregex = "1.10"\nmemmap = { workspace = true }\n'
+        ),
+        "java/pom.xml": (
+            "<project><groupId>com.acme</groupId><artifactId>parent</artifactId><version>2.4.0</version>\n"
+            "  <properties><junit.version>5.10.2</junit.version><jackson>2.17.0</jackson></properties>\n"
+            "  <dependencyManagement><dependencies>\n"
+            "    <dependency><groupId>org.junit.jupiter</groupId><artifactId>junit-jupiter</artifactId><version>${junit.version}</version></dependency>\n"
+            "  </dependencies></dependencyManagement>\n"
+            "  <dependencies>\n"
+            "    <dependency><groupId>com.fasterxml.jackson.core</groupId><artifactId>jackson-core</artifactId><version>${jackson}</version></dependency>\n"
+            "  </dependencies>\n"
+            "</project>\n"
+        ),
+        "java/modules/app/pom.xml": (
+            "<project><parent><groupId>com.acme</groupId><artifactId>parent</artifactId><version>2.4.0</version></parent>\n"
+            "  <artifactId>app</artifactId>\n  <dependencies>\n"
+            "    <dependency><groupId>org.junit.jupiter</groupId><artifactId>junit-jupiter</artifactId><scope>test</scope></dependency>\n"
+            "    <dependency><groupId>${project.groupId}</groupId><artifactId>core</artifactId><version>${project.version}</version></dependency>\n"
+            "    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId><version>${slf4j.version}</version></dependency>\n"
+            "    <dependency><groupId>com.google.guava</groupId><artifactId>guava</artifactId></dependency>\n"
+            "  </dependencies>\n</project>\n"
+        ),
+    })
+    result = analyse(root)
+    attrs = {edge["dst"]: edge["attrs"] for edge in result.edges_from("file:crates/core/Cargo.toml", "declares")}
+    assert attrs == {
+        "dep:cargo:serde": {"spec": "1.0.200", "scope": "main", "workspace": True},
+        "dep:cargo:anyhow": {"spec": "1", "scope": "main", "workspace": True},
+        "dep:cargo:tokio": {"spec": "workspace", "scope": "main"},  # the workspace does not have it: as written
+        "dep:cargo:regex": {"spec": "1.10", "scope": "main"},
+        "dep:cargo:memmap2": {"spec": "0.9", "scope": "main", "workspace": True},  # the crate the workspace's key names
+    }
+    assert "dep:cargo:memmap" not in result.nodes
+    assert declared(result, "java/pom.xml") == {
+        "dep:maven:org.junit.jupiter:junit-jupiter": ("5.10.2", "managed", 4),
+        "dep:maven:com.fasterxml.jackson.core:jackson-core": ("2.17.0", "compile", 7),
+    }
+    attrs = {edge["dst"]: edge["attrs"] for edge in result.edges_from("file:java/modules/app/pom.xml", "declares")}
+    assert attrs == {
+        "dep:maven:org.junit.jupiter:junit-jupiter": {"spec": "5.10.2", "scope": "test", "managed": True},
+        "dep:maven:com.acme:core": {"spec": "2.4.0", "scope": "compile"},
+        "dep:maven:org.slf4j:slf4j-api": {"spec": "${slf4j.version}", "scope": "compile"},  # defined by no pom here
+        "dep:maven:com.google.guava:guava": {"spec": "", "scope": "compile"},  # managed by no parent here
+    }

@@ -169,9 +169,15 @@ def extract_cargo_toml(data: bytes) -> dict:
     for target, tables in sorted((document.get("target") or {}).items()):
         for key, scope in _CARGO_SCOPES:
             table((tables or {}).get(key), f"{scope}:{target}", ("target", target, key))
-    table((document.get("workspace") or {}).get("dependencies"), "workspace", ("workspace", "dependencies"))
+    shared = (document.get("workspace") or {}).get("dependencies") or {}
+    table(shared, "workspace", ("workspace", "dependencies"))
     name = (document.get("package") or {}).get("name")
-    return {"declared": declared, "locked": [], "provides": [["cargo", name]] if isinstance(name, str) else []}
+    facts = {"declared": declared, "locked": [], "provides": [["cargo", name]] if isinstance(name, str) else []}
+    # A member's ``memmap = { workspace = true }`` names the key, and the workspace's key may be another crate.
+    renamed = sorted([key, value["package"]] for key, value in shared.items() if isinstance(value, dict) and isinstance(value.get("package"), str))
+    if renamed:
+        facts["renamed"] = renamed
+    return facts
 
 
 def extract_cargo_lock(data: bytes) -> dict:
@@ -220,10 +226,45 @@ def _child_text(element, name: str) -> str:
     return ""
 
 
+_PROPERTY = re.compile(r"\$\{([^}]+)\}")
+
+
+def _pom_properties(root, parent) -> dict[str, str]:
+    """Return what ``${name}`` stands for in the pom: its ``<properties>`` and the project's own coordinates (a
+    module's ``project.version`` is its parent's when it writes none)."""
+    properties = {}
+    for child in root:
+        if _local(child.tag) == "properties":
+            properties.update((_local(item.tag), (item.text or "").strip()) for item in child if isinstance(item.tag, str))
+    inherited = parent if parent is not None else root
+    for name in ("version", "groupId"):
+        value = _child_text(root, name) or _child_text(inherited, name)
+        if value:
+            properties.setdefault(f"project.{name}", value)
+            properties.setdefault(f"pom.{name}", value)
+    if parent is not None and (version := _child_text(parent, "version")):
+        properties.setdefault("project.parent.version", version)
+    return properties
+
+
+def _substituted(text: str, properties: dict[str, str]) -> str:
+    """Return ``text`` with each ``${name}`` the pom defines put in (a property made of others too); one it does
+    not define (a parent's, the build's) stays as written."""
+    for _depth in range(5):
+        replaced = _PROPERTY.sub(lambda found: properties.get(found[1], found[0]), text)
+        if replaced == text:
+            break
+        text = replaced
+    return text
+
+
 def extract_pom(data: bytes) -> dict:
-    """``<dependencies>`` of the project and of its ``<dependencyManagement>`` (scope ``managed``)."""
+    """``<dependencies>`` of the project and of its ``<dependencyManagement>`` (scope ``managed``), each
+    ``${property}`` put in from the pom's ``<properties>`` (or its own coordinates: ``${project.version}``)."""
     (root, lines), declared = _xml(data), []
     parents = {child: parent for parent in root.iter() for child in parent}
+    parent = next((child for child in root if _local(child.tag) == "parent"), None)
+    properties = _pom_properties(root, parent)
     for container in root.iter():
         if _local(container.tag) != "dependencies":
             continue
@@ -231,12 +272,12 @@ def extract_pom(data: bytes) -> dict:
         for dependency in container:
             if _local(dependency.tag) != "dependency":
                 continue
-            group, artifact = _child_text(dependency, "groupId"), _child_text(dependency, "artifactId")
+            group, artifact = (_substituted(_child_text(dependency, name), properties) for name in ("groupId", "artifactId"))
             if group and artifact:
                 scope = "managed" if managed else (_child_text(dependency, "scope") or "compile")
                 line = next((lines[child] for child in dependency if _local(child.tag) == "artifactId"), lines[dependency])
-                declared.append(["maven", f"{group}:{artifact}", _child_text(dependency, "version"), scope, line])
-    parent = next((child for child in root if _local(child.tag) == "parent"), None)
+                version = _substituted(_child_text(dependency, "version"), properties)
+                declared.append(["maven", f"{group}:{artifact}", version, scope, line])
     group = _child_text(root, "groupId") or (_child_text(parent, "groupId") if parent is not None else "")
     artifact = _child_text(root, "artifactId")  # a module's groupId may be its parent's
     return {"declared": declared, "locked": [], "provides": [["maven", f"{group}:{artifact}"]] if group and artifact else []}
@@ -350,9 +391,9 @@ PROVIDES = "3"  # the package the manifest itself is (``provides``): a dependenc
 SETUP_PY = Extractor("setup.py", PROVIDES, extract_setup_py)  # 2: names bound once to a literal; tests_require; 3: provides
 GO_MOD = Extractor("go.mod", "2", extract_go_mod)  # 2: provides
 GO_SUM = Extractor("go.sum", VERSION, extract_go_sum)
-CARGO_TOML = Extractor("cargo.toml", PROVIDES, extract_cargo_toml)
+CARGO_TOML = Extractor("cargo.toml", "4", extract_cargo_toml)  # 3: provides; 4: the workspace's renamed crates
 CARGO_LOCK = Extractor("cargo.lock", POSITIONS, extract_cargo_lock)
-POM = Extractor("pom.xml", PROVIDES, extract_pom)
+POM = Extractor("pom.xml", "4", extract_pom)  # 3: provides; 4: a version's ${property} put in
 GRADLE_CATALOG = Extractor("gradle-catalog", POSITIONS, extract_gradle_catalog)
 CSPROJ = Extractor("csproj", POSITIONS, extract_csproj)
 NUGET_LOCK = Extractor("nuget-lock", POSITIONS, extract_nuget_lock)

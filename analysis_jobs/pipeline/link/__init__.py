@@ -57,8 +57,10 @@ from .python import Python
 # dependency declared ``catalog:`` takes its range (and its ``catalog``) from the nearest ``pnpm-workspace.yaml``.
 # 15: a declared distribution that installs another's import name (``phonenumberslite``, ``vat-moss-forked``,
 # ``opencv-python-headless``) or the name without its hyphens (``mt-940``) is what the import is, and more import
-# names are known (``oauth2_provider``, ``sass``), found analysing pretix's source.
-VERSION = "15"
+# names are known (``oauth2_provider``, ``sass``), found analysing pretix's source. 16: a crate's ``{ workspace =
+# true }`` takes its range from the workspace (and is the crate the workspace's key names, ``memmap2`` for
+# ``memmap``), a Maven dependency with no version its parent's managed one, found analysing polars' source.
+VERSION = "16"
 
 
 class Linker:

@@ -4,10 +4,22 @@ import posixpath
 import re
 
 from ..extractors import DECLARING, PNPM_WORKSPACE
-from .family import Family, evidence, extractor_name
+from .family import Family, evidence, extractor_name, folders_above
 
 _DEV_WORDS = re.compile(r"(^|[^a-z])(dev|test|tests|testing|lint|docs?|ci|bench)([^a-z]|$)")
 _MANIFEST_NAMES = frozenset(extractor.name for extractor in DECLARING)
+_SHARING = frozenset((("cargo", "workspace"), ("maven", "managed")))  # rows whose ranges the manifests below take
+
+
+def _left_to(ecosystem: str, spec: str, scope: str) -> str | None:
+    """Return where a declared spec leaves its range to (a manifest above it), or None when it writes one."""
+    if ecosystem == "npm" and spec.startswith("catalog:"):
+        return "catalog:" + (spec.removeprefix("catalog:") or "default")
+    if ecosystem == "cargo" and spec == "workspace":
+        return "workspace"
+    if ecosystem == "maven" and not spec and scope != "managed":
+        return "managed"
+    return None
 
 
 def requirements_scope(path: str) -> str:
@@ -28,9 +40,12 @@ class Dependencies(Family):
     ``imported`` is filled by the families that resolve imports to a dependency, so that an import of something
     neither declared nor locked still gets a node (an undeclared dependency). A dependency is ``in_repository``
     when a manifest in the tree is that package (its ``provides``: a workspace package, a sibling crate, the
-    project's own distribution), so that a monorepo's own packages are not counted as what it depends on. An npm
-    dependency declared from a pnpm catalog (``"react": "catalog:"``) takes its range from the catalogs of the
-    nearest ``pnpm-workspace.yaml`` above its manifest, and says which catalog it came from.
+    project's own distribution), so that a monorepo's own packages are not counted as what it depends on.
+
+    A spec that leaves its range to a manifest above takes it from the nearest that has it, and says where it came
+    from: an npm ``"react": "catalog:"`` from a ``pnpm-workspace.yaml``'s catalogs (``catalog``), a crate's
+    ``{ workspace = true }`` from the workspace's ``[workspace.dependencies]`` (``workspace``), a Maven dependency
+    with no ``<version>`` from a parent pom's ``<dependencyManagement>`` (``managed``).
     """
 
     def __init__(self, records):
@@ -40,22 +55,38 @@ class Dependencies(Family):
         self.locked: set[str] = set()
         self.imported: set[str] = set()
         self.provided: set[str] = set()
-        self.catalogs: dict[str, dict[tuple[str, str], str]] = {}  # a workspace's folder: {(catalog, name): range}
+        # A folder: what its manifests give the ones below it, {(where, dependency): range}: a pnpm catalog
+        # ("catalog:default"), a Cargo workspace ("workspace"), a pom's dependencyManagement ("managed").
+        self.shared: dict[str, dict[tuple[str, str], str]] = {}
+        self.renamed: dict[str, dict[str, str]] = {}  # a Cargo workspace's folder: {its key: the crate it names}
+        self.inheriting: list[tuple[str, str]] = []  # (manifest, key) of each crate taken from a workspace
 
     def reads(self, record):
         return extractor_name(record) in _MANIFEST_NAMES or extractor_name(record) == PNPM_WORKSPACE.name
 
     def learn(self, record, facts):
-        for ecosystem, name, _spec, _scope, _line in facts.get("declared", ()):
+        shared = self.shared.setdefault(posixpath.dirname(record.path), {})
+        if "renamed" in facts:
+            self.renamed[posixpath.dirname(record.path)] = dict(facts["renamed"])
+        for ecosystem, name, spec, scope, _line in facts.get("declared", ()):
+            if ecosystem == "cargo" and spec == "workspace":
+                self.inheriting.append((record.path, name))  # which crate it is, once every workspace is known
+                continue
             self.declared.add(f"dep:{ecosystem}:{name}")
+            if (ecosystem, scope) in _SHARING and spec:
+                shared.setdefault((scope, f"dep:{ecosystem}:{name}"), spec)
         for ecosystem, name, _version, _line, direct in facts.get("locked", ()):
             self.locked.add(f"dep:{ecosystem}:{name}")
             if direct:
                 self.direct.add(f"dep:{ecosystem}:{name}")
         for ecosystem, name in facts.get("provides", ()):
             self.provided.add(f"dep:{ecosystem}:{name}")
-        if "catalogs" in facts:
-            self.catalogs[posixpath.dirname(record.path)] = {(catalog, name): spec for catalog, name, spec in facts["catalogs"]}
+        for catalog, name, spec in facts.get("catalogs", ()):
+            shared.setdefault((f"catalog:{catalog}", f"dep:npm:{name}"), spec)
+
+    def learned(self):
+        self.declared.update(f"dep:cargo:{self._crate(path, key)}" for path, key in self.inheriting)
+        self.inheriting = []
 
     def emit(self, record, facts, graph):
         file_id = f"file:{record.path}"
@@ -63,27 +94,34 @@ class Dependencies(Family):
             if extractor_name(record) == "requirements":
                 scope = requirements_scope(record.path)
             attrs = {"spec": spec, "scope": scope}
-            if ecosystem == "npm" and spec.startswith("catalog:"):
-                attrs.update(self._catalogued(record.path, spec.removeprefix("catalog:") or "default", name))
+            if ecosystem == "cargo" and spec == "workspace":
+                name = self._crate(record.path, name)
+            if where := _left_to(ecosystem, spec, scope):
+                attrs.update(self._inherited(record.path, where, f"dep:{ecosystem}:{name}"))
             graph.edge(file_id, "declares", f"dep:{ecosystem}:{name}", attrs, evidence(record, line))
         for ecosystem, name, version, line, _direct in facts.get("locked", ()):
             graph.edge(file_id, "locks", f"dep:{ecosystem}:{name}", {"version": version}, evidence(record, line))
 
     def learnt(self):
         return [sorted(self.declared), sorted(self.locked), sorted(self.direct), sorted(self.provided),
-                sorted((folder, sorted(entries.items())) for folder, entries in self.catalogs.items())]
+                sorted((folder, sorted(entries.items())) for folder, entries in self.shared.items() if entries),
+                sorted((folder, sorted(renamed.items())) for folder, renamed in self.renamed.items())]
 
-    def _catalogued(self, path: str, catalog: str, name: str) -> dict:
-        """Return ``{"spec": range, "catalog": catalog}`` for ``name`` in ``catalog`` of the nearest workspace
-        above ``path`` that has it; an empty dict when none does (the spec then stays ``catalog:...``)."""
-        folder = posixpath.dirname(path)
-        while True:
-            spec = self.catalogs.get(folder, {}).get((catalog, name))
+    def _crate(self, path: str, key: str) -> str:
+        """Return the crate a member's ``key = { workspace = true }`` is: the one the nearest workspace above that
+        renames ``key`` names (``memmap = { package = "memmap2" }``), else ``key`` itself."""
+        return next((self.renamed[folder][key] for folder in folders_above(path) if key in self.renamed.get(folder, {})), key)
+
+    def _inherited(self, path: str, where: str, dependency: str) -> dict:
+        """Return the range and its origin (``{"spec": "^18", "catalog": "default"}``, ``{"spec": "1", "workspace":
+        True}``) that the nearest folder at or above ``path``'s gives ``dependency`` from ``where``; an empty dict
+        when none does (the spec then stays as written)."""
+        for folder in folders_above(path):
+            spec = self.shared.get(folder, {}).get((where, dependency))
             if spec is not None:
-                return {"spec": spec, "catalog": catalog}
-            if not folder:
-                return {}
-            folder = posixpath.dirname(folder)
+                origin, _, catalog = where.partition(":")
+                return {"spec": spec, origin: catalog or True}
+        return {}
 
     def known(self, dependency: str) -> bool:
         """Return whether ``dependency`` has a node whether or not anything imports it."""

@@ -1,6 +1,7 @@
 """What every family of the linker is, and the pieces several families share."""
 
-from collections.abc import Sequence
+import posixpath
+from collections.abc import Iterator, Sequence
 
 from ..extractors import INVENTORY_VERSION
 from ..graph import GraphBuilder
@@ -55,6 +56,16 @@ def is_module_file(record: FileRecord, languages: Sequence[str], extractors: Seq
     reads (``setup.py``, a manifest) is none, and neither is a binary file."""
     return record.kind == "file" and record.language in languages and not record.binary and (
         not record.extractor or extractor_name(record) in extractors)
+
+
+def folders_above(path: str) -> Iterator[str]:
+    """Yield the folder of ``path`` and each one above it, nearest first, the root ("") last."""
+    folder = posixpath.dirname(path)
+    while True:
+        yield folder
+        if not folder:
+            return
+        folder = posixpath.dirname(folder)
 
 
 def evidence(record: FileRecord, first: int, last: int | None = None) -> tuple:

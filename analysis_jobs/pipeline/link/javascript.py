@@ -18,7 +18,7 @@ import posixpath
 import re
 
 from .dependencies import Dependencies
-from .family import Family, evidence, extractor_name, is_module_file, service_calls, whole_file
+from .family import Family, evidence, extractor_name, folders_above, is_module_file, service_calls, whole_file
 
 NODE_BUILTINS = frozenset(
     "assert async_hooks buffer child_process cluster console constants crypto dgram diagnostics_channel dns domain "
@@ -153,7 +153,7 @@ class JavaScript(Family):
         bare = spec[5:] if spec.startswith("node:") else spec
         head = bare.split("/", 1)[0]
         if head == SVELTEKIT_LIB or head in SVELTEKIT_MODULES:
-            kit = _nearest(posixpath.dirname(path), self.kits)
+            kit = _nearest(path, self.kits)
             if kit is not None and head == SVELTEKIT_LIB:
                 return self._file(graph, [posixpath.join(kit, "src/lib", bare[len(head):].lstrip("/")).rstrip("/")])
             if kit is not None:
@@ -196,7 +196,7 @@ class JavaScript(Family):
     def _built_from(self, path: str) -> str | None:
         """Return the stem of the source the build writes ``path`` from (``lib/index.js``: ``src/index``), when
         ``path`` lies in a folder a build writes (the nearest above it); else None."""
-        folder = _nearest(posixpath.dirname(path), self.builds)
+        folder = _nearest(path, self.builds)
         if folder is None:
             return None
         inside = path[len(folder):].lstrip("/")
@@ -206,7 +206,7 @@ class JavaScript(Family):
     def _subpath_import(self, graph, path: str, spec: str) -> str:
         """Return what the nearest ``package.json``'s ``imports`` map ``spec`` (``#config``) to: a file of its
         package, or the package a target names; a missing module at ``spec`` in that folder when none does."""
-        scope = _nearest(posixpath.dirname(path), self.scopes) or ""
+        scope = _nearest(path, self.scopes) or ""
         found = best_match(self.scopes.get(scope, ()), spec)
         target = None if found is None else found[0] if found[1] is None else found[0].replace("*", found[1])
         if target is not None and target.startswith("./"):
@@ -219,15 +219,12 @@ class JavaScript(Family):
     def _aliased(self, path: str, spec: str) -> list[str] | None:
         """Return the stems the ``paths`` alias of the nearest tsconfig that covers ``spec`` maps it to (the alias
         itself, else the one with the longest prefix, whatever their order), or None if none covers it."""
-        directory = posixpath.dirname(path)
-        while True:
+        for directory in folders_above(path):
             found = best_match(self.configs.get(directory, ()), spec)
             if found is not None:
                 targets, matched = found
                 return targets if matched is None else [target.replace("*", matched, 1) for target in targets]
-            if not directory:
-                return None
-            directory = posixpath.dirname(directory)
+        return None
 
 
 def _folder(directory: str, relative: str) -> str:
@@ -236,10 +233,6 @@ def _folder(directory: str, relative: str) -> str:
     return "" if folder == "." else folder
 
 
-def _nearest(folder: str, folders) -> str | None:
-    """Return ``folder`` or the nearest folder above it that is one of ``folders``; None when none is."""
-    while folder not in folders:
-        if not folder:
-            return None
-        folder = posixpath.dirname(folder)
-    return folder
+def _nearest(path: str, folders) -> str | None:
+    """Return the nearest folder at or above ``path``'s that is one of ``folders``; None when none is."""
+    return next((folder for folder in folders_above(path) if folder in folders), None)
