@@ -5,7 +5,7 @@ import name unlike its distribution, a name imported from a namespace package, `
 workspace with a tsconfig alias and subpath exports, variance modifiers, ``export declare``, ``export type *`` and
 ``export * as``, destructuring and ``exports["x"]`` exports, ``import x = require()``, an imported stylesheet,
 nested tsconfig aliases, a subpath import (``#theme``), a workspace package whose entry the build writes, a pnpm catalog, a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency
-written as a table, a gem from git), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts
+written as a table, one taken from the workspace, a gem from git), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts
 compared exactly: a fact gained or lost anywhere fails here.
 """
 
@@ -65,7 +65,8 @@ CORPUS = {
     "packages/ui/src/card.js": 'const { Button } = require("@acme/ui");\nconst { theme } = require("#theme");\n',
     # Other ecosystems
     "svc/go.mod": "module example.com/svc\n\nrequire (\n\tgithub.com/google/uuid v1.6.0\n\tgolang.org/x/sys v0.20.0 // indirect\n)\n",
-    "crates/tool/Cargo.toml": '[package]\nname = "tool"\n\n[dependencies]\nserde = "1"\n\n[dependencies.anyhow]\nversion = "1"\n',
+    "crates/Cargo.toml": '[workspace]\nmembers = ["tool"]\n\n[workspace.dependencies]\nlog = "0.4"\n',
+    "crates/tool/Cargo.toml": '[package]\nname = "tool"\n\n[dependencies]\nserde = "1"\nlog.workspace = true\n\n[dependencies.anyhow]\nversion = "1"\n',
     "java/pom.xml": "<project><dependencies><dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.13.2</version></dependency></dependencies></project>\n",
     "net/App.csproj": '<Project><ItemGroup><PackageReference Include="Serilog" Version="3.1.1" /></ItemGroup></Project>\n',
     "php/composer.json": '{"require": {"php": ">=8.1", "monolog/monolog": "^3.0"}}\n',
@@ -90,7 +91,9 @@ EXPECTED_EDGES = [
     ('ci:.github/workflows/ci.yml#test', 'uses_action', 'action:actions/checkout', {'ref': 'v4'}),
     ('file:.github/workflows/ci.yml', 'defines', 'ci:.github/workflows/ci.yml#test', {}),
     ('file:Dockerfile', 'uses_image', 'img:python:3.12-slim', {'stage': 'base', 'written': 'python:${PY}-slim'}),
+    ('file:crates/Cargo.toml', 'declares', 'dep:cargo:log', {'scope': 'workspace', 'spec': '0.4'}),
     ('file:crates/tool/Cargo.toml', 'declares', 'dep:cargo:anyhow', {'scope': 'main', 'spec': '1'}),
+    ('file:crates/tool/Cargo.toml', 'declares', 'dep:cargo:log', {'scope': 'main', 'spec': '0.4', 'workspace': True}),
     ('file:crates/tool/Cargo.toml', 'declares', 'dep:cargo:serde', {'scope': 'main', 'spec': '1'}),
     ('file:deploy/web.yaml', 'defines', 'k8s:deploy/web.yaml#Deployment//web', {}),
     ('file:infra/main.tf', 'declares', 'dep:terraform:hashicorp/aws', {'scope': 'provider', 'spec': '~> 5.0'}),
@@ -160,6 +163,7 @@ EXPECTED_NODES = [
     'action:actions/checkout',
     'ci:.github/workflows/ci.yml#test',
     'dep:cargo:anyhow',
+    'dep:cargo:log',
     'dep:cargo:serde',
     'dep:composer:monolog/monolog',
     'dep:gem:rack',
