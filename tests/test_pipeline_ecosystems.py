@@ -186,6 +186,36 @@ def test_dotnet_project_and_lock(tmp_path):
     assert result.nodes["dep:nuget:system.memory"]["attrs"]["direct"] is False
 
 
+def test_dotnet_central_package_versions_give_the_projects_theirs(tmp_path):
+    # Central Package Management: the projects reference packages without versions, Directory.Packages.props
+    # holds them; Directory.Build.props gives every project an analyzer.
+    root = write_tree(tmp_path / "net", {
+        "Directory.Packages.props": (
+            "<Project>\n  <PropertyGroup><ManagePackageVersionsCentrally>true</ManagePackageVersionsCentrally></PropertyGroup>\n"
+            '  <ItemGroup>\n    <PackageVersion Include="Serilog" Version="3.1.1" />\n'
+            '    <PackageVersion Include="xunit" Version="2.9.0" />\n'
+            '    <GlobalPackageReference Include="Nerdbank.GitVersioning" Version="3.6.133" />\n  </ItemGroup>\n</Project>\n'
+        ),
+        "Directory.Build.props": '<Project><ItemGroup><PackageReference Include="StyleCop.Analyzers" Version="1.1.118" /></ItemGroup></Project>\n',
+        "src/App/App.csproj": (
+            '<Project Sdk="Microsoft.NET.Sdk"><ItemGroup>\n  <PackageReference Include="Serilog" />\n'
+            '  <PackageReference Include="xunit" VersionOverride="2.8.1" />\n  <PackageReference Include="Polly" />\n</ItemGroup></Project>\n'
+        ),
+    })
+    result = analyse(root)
+    assert declared(result, "Directory.Packages.props") == {
+        "dep:nuget:serilog": ("3.1.1", "managed", 4), "dep:nuget:xunit": ("2.9.0", "managed", 5),
+        "dep:nuget:nerdbank.gitversioning": ("3.6.133", "main", 6),
+    }
+    assert declared(result, "Directory.Build.props") == {"dep:nuget:stylecop.analyzers": ("1.1.118", "main", 1)}
+    attrs = {edge["dst"]: edge["attrs"] for edge in result.edges_from("file:src/App/App.csproj", "declares")}
+    assert attrs == {
+        "dep:nuget:serilog": {"spec": "3.1.1", "scope": "main", "managed": True},
+        "dep:nuget:xunit": {"spec": "2.8.1", "scope": "main"},  # its own VersionOverride
+        "dep:nuget:polly": {"spec": "", "scope": "main"},  # no central version: as written
+    }
+
+
 def test_composer_manifest_and_lock(tmp_path):
     root = write_tree(tmp_path / "php", {
         "composer.json": '{\n  "require": {\n    "php": ">=8.1",\n    "ext-json": "*",\n    "Monolog/Monolog": "^3.0"\n  },\n  "require-dev": {\n    "phpunit/phpunit": "^10"\n  }\n}\n',

@@ -60,6 +60,8 @@ BY_NAME = {
     "pom.xml": POM,
     "libs.versions.toml": GRADLE_CATALOG,
     "packages.lock.json": NUGET_LOCK,
+    "Directory.Packages.props": CSPROJ,  # the central package versions of the projects below it
+    "Directory.Build.props": CSPROJ,  # the package references every project below it gets
     "composer.json": COMPOSER_JSON,
     "composer.lock": COMPOSER_LOCK,
     "Gemfile.lock": GEMFILE_LOCK,

@@ -311,13 +311,20 @@ def nuget_name(name: str) -> str:
     return name.lower()  # NuGet package ids compare case-insensitively
 
 
+# Central Package Management (``Directory.Packages.props``): a ``PackageVersion`` gives the version of the
+# projects' version-less ``PackageReference``s below it; a ``GlobalPackageReference`` is every project's.
+_NUGET_ITEMS = {"PackageReference": "main", "GlobalPackageReference": "main", "PackageVersion": "managed"}
+
+
 def extract_csproj(data: bytes) -> dict:
+    """A project's (or a ``Directory.Build.props``') package references, and the central versions of a
+    ``Directory.Packages.props`` (scope ``managed``); ``VersionOverride`` is the reference's own version."""
     (root, lines), declared = _xml(data), []
-    for reference in root.iter():
-        if _local(reference.tag) == "PackageReference" and reference.get("Include"):
-            version = reference.get("Version") or _child_text(reference, "Version")
-            name = reference.get("Include")
-            declared.append(["nuget", nuget_name(name), version, "main", lines[reference]])
+    for item in root.iter():
+        scope = _NUGET_ITEMS.get(_local(item.tag))
+        if scope and item.get("Include"):
+            version = item.get("VersionOverride") or item.get("Version") or _child_text(item, "Version")
+            declared.append(["nuget", nuget_name(item.get("Include")), version, scope, lines[item]])
     return {"declared": declared, "locked": []}
 
 
@@ -395,7 +402,7 @@ CARGO_TOML = Extractor("cargo.toml", "4", extract_cargo_toml)  # 3: provides; 4:
 CARGO_LOCK = Extractor("cargo.lock", POSITIONS, extract_cargo_lock)
 POM = Extractor("pom.xml", "4", extract_pom)  # 3: provides; 4: a version's ${property} put in
 GRADLE_CATALOG = Extractor("gradle-catalog", POSITIONS, extract_gradle_catalog)
-CSPROJ = Extractor("csproj", POSITIONS, extract_csproj)
+CSPROJ = Extractor("csproj", "3", extract_csproj)  # 2: positions; 3: central package management
 NUGET_LOCK = Extractor("nuget-lock", POSITIONS, extract_nuget_lock)
 COMPOSER_JSON = Extractor("composer.json", PROVIDES, extract_composer_json)
 COMPOSER_LOCK = Extractor("composer.lock", VERSION, extract_composer_lock)

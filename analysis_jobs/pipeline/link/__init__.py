@@ -60,7 +60,8 @@ from .python import Python
 # names are known (``oauth2_provider``, ``sass``), found analysing pretix's source. 16: a crate's ``{ workspace =
 # true }`` takes its range from the workspace (and is the crate the workspace's key names, ``memmap2`` for
 # ``memmap``), a Maven dependency with no version its parent's managed one, found analysing polars' source.
-VERSION = "16"
+# 17: a NuGet reference with no version takes the central one of the nearest ``Directory.Packages.props``.
+VERSION = "17"
 
 
 class Linker:

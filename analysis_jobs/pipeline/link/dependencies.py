@@ -8,7 +8,8 @@ from .family import Family, evidence, extractor_name, folders_above
 
 _DEV_WORDS = re.compile(r"(^|[^a-z])(dev|test|tests|testing|lint|docs?|ci|bench)([^a-z]|$)")
 _MANIFEST_NAMES = frozenset(extractor.name for extractor in DECLARING)
-_SHARING = frozenset((("cargo", "workspace"), ("maven", "managed")))  # rows whose ranges the manifests below take
+# The rows whose ranges the manifests below take.
+_SHARING = frozenset((("cargo", "workspace"), ("maven", "managed"), ("nuget", "managed")))
 
 
 def _left_to(ecosystem: str, spec: str, scope: str) -> str | None:
@@ -17,7 +18,7 @@ def _left_to(ecosystem: str, spec: str, scope: str) -> str | None:
         return "catalog:" + (spec.removeprefix("catalog:") or "default")
     if ecosystem == "cargo" and spec == "workspace":
         return "workspace"
-    if ecosystem == "maven" and not spec and scope != "managed":
+    if ecosystem in ("maven", "nuget") and not spec and scope != "managed":
         return "managed"
     return None
 
@@ -45,7 +46,8 @@ class Dependencies(Family):
     A spec that leaves its range to a manifest above takes it from the nearest that has it, and says where it came
     from: an npm ``"react": "catalog:"`` from a ``pnpm-workspace.yaml``'s catalogs (``catalog``), a crate's
     ``{ workspace = true }`` from the workspace's ``[workspace.dependencies]`` (``workspace``), a Maven dependency
-    with no ``<version>`` from a parent pom's ``<dependencyManagement>`` (``managed``).
+    with no ``<version>`` from a parent pom's ``<dependencyManagement>`` and a NuGet reference with no version from
+    a ``Directory.Packages.props`` (``managed``).
     """
 
     def __init__(self, records):
