@@ -68,6 +68,8 @@ IMPORT_TO_DISTRIBUTION = {
     "opentelemetry.instrumentation.instrumentor": "opentelemetry-instrumentation",
     "oauth2_provider": "django-oauth-toolkit", "phonenumber_field": "django-phonenumber-field", "sass": "libsass",
     "bootstrap3": "django-bootstrap3", "bootstrap4": "django-bootstrap4", "bidi": "python-bidi",
+    "upath": "universal-pathlib", "antlr4": "antlr4-python3-runtime", "grpc_health": "grpcio-health-checking",
+    "grpc_status": "grpcio-status", "grpc_reflection": "grpcio-reflection", "grpc_tools": "grpcio-tools",
 }
 # Distributions that install a module under another one's import name (a fork, a lighter or headless build):
 # declared, they are what the import is, else the table's above.
