@@ -421,10 +421,10 @@ def extract_pnpm_workspace(data: bytes) -> dict:
     document = yaml.load(decode(data), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     if not isinstance(document, dict):
         return {"catalogs": []}
-    catalogs = {"default": document.get("catalog")}
     named = document.get("catalogs")
-    if isinstance(named, dict):
-        catalogs.update((str(catalog), entries) for catalog, entries in named.items() if str(catalog) != "default" or not catalogs["default"])
+    catalogs = {str(catalog): entries for catalog, entries in named.items()} if isinstance(named, dict) else {}
+    if document.get("catalog"):
+        catalogs["default"] = document["catalog"]  # pnpm takes one of the two spellings of the default catalog
     rows = [
         [catalog, str(name), str(spec)]
         for catalog, entries in catalogs.items() if isinstance(entries, dict)
