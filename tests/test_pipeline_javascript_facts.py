@@ -164,6 +164,7 @@ def test_typescript_that_the_grammar_does_not_know_parses_with_its_facts(tmp_pat
             'export declare function schedule<T>(input: PromiseLike<T>): import("./o").O<T>;\n'  # rxjs' declaration emit
             'export declare const Like: import("./kinds").Kinds.Or<[string, import("./o").O<null>]>;\n'  # bokeh's
             'export declare class Tool {\n  get overlays(): import("./kinds").Kinds.R[];\n}\n'
+            'declare module "node:buffer" {\n    global {\n        interface BufferConstructor {}\n    }\n}\n'  # @types/node's
             "export declare namespace Types {}\n"
         ),
         "dual.ts": (  # effect's overloads: each generic call signature on a line of its own, no ";" between

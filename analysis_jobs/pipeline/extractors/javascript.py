@@ -21,7 +21,8 @@ from .base import Extractor, first_syntax_error, http_target
 # is the module's export, as ``module.exports =`` is. 7: each name a destructuring ``export const {a, b} = o``
 # binds is exported, and so is ``exports["name"] =``. 8: an import type with type arguments that are not a
 # lone name, or as an array's elements, parses (``import("./k").Kinds.Or<[A, B]>``, ``import("..").R[]``: bokeh's).
-VERSION = "8"
+# 9: a ``global { }`` augmentation inside ``declare module`` parses (@types/node's).
+VERSION = "9"
 
 QUERIES = """
 (import_statement source: (string) @import)
@@ -107,6 +108,9 @@ EXPORT_TYPE_STAR = re.compile(rb"\bexport(\s+)type(\s*)\*(?:\s+as\s+([A-Za-z_$][
 IMPORT_TYPE_ARGUMENTS = re.compile(
     rb"(?<![\w$.])(?<!typeof )import(?=\s*\(\s*(?:\"[^\"\n]*\"|'[^'\n]*')\s*\)(?:\s*\.\s*[A-Za-z_$][\w$]*)+\s*[<[])"
 )
+# A global augmentation inside an ambient module or namespace (``declare module "buffer" { global { ... } }``, as
+# @types/node writes it): tree-sitter-typescript 0.23 knows only ``declare global { ... }``.
+NESTED_GLOBAL = re.compile(rb"(?m)^([ \t]+)global(?=[ \t]*\{)")
 
 
 def _export_type_star(found) -> bytes:
@@ -124,6 +128,7 @@ def _parse(dialect: str, parser, data: bytes):
       ``export type {ns} from "x"``: the same type-only import of ``x``, and the same name exported;
     - ``import("./o").O<T>`` and ``import("./o").O[]`` with ``typeof`` before them: the same type-only import
       of ``./o``;
+    - an indented ``global { ... }`` (a global augmentation in an ambient module) as ``declare global { ... }``;
     - a generic call signature on a line of its own (``<A, B>(f: (a: A) => B): C``) after a member the line
       break ends: a ``;`` put after that member, where the line break stands for one (TypeScript, not TSX).
 
@@ -141,6 +146,8 @@ def _parse(dialect: str, parser, data: bytes):
         rewritten = EXPORT_TYPE_STAR.sub(_export_type_star, rewritten)
     if b"import" in rewritten:
         rewritten = IMPORT_TYPE_ARGUMENTS.sub(b"typeof import", rewritten)
+    if b"global" in rewritten:
+        rewritten = NESTED_GLOBAL.sub(rb"\1declare global", rewritten)
     if dialect == "typescript" and b"\n" in rewritten:  # in TSX a line that opens with "<" is an element
         rewritten = GENERIC_SIGNATURE.sub(rb"\1;\2", rewritten)
     return parser.parse(rewritten) if rewritten != data else tree
