@@ -399,3 +399,26 @@ def test_a_pnpm_catalog_spec_takes_its_range_from_the_workspaces_catalog(tmp_pat
         "dep:npm:zod": {"spec": "^3.23.0", "scope": "main"},
     }
     assert "diag:parse-error:pnpm-workspace.yaml" not in result.nodes
+
+
+def test_using_as_a_name_parses_and_its_exports_keep_it(tmp_path):
+    # drizzle's query builders: .using(using: string); "using" is the keyword only where it declares.
+    root = write_tree(tmp_path / "r", {
+        "indexes.d.ts": (
+            'import type { Config } from "./config";\n'
+            "export declare class IndexBuilder {\n    using(using: Config['using']): this;\n}\n"
+            "export declare function using(using?: string, ...rest: string[]): void;\n"
+        ),
+        "config.ts": "export type Config = { using: string };\n",
+        "run.js": (
+            'const { using } = require("./using.js");\nusing(using);\nfunction apply(a, using = 1) { return a + using; }\n'
+            "export { apply, using };\n"
+        ),
+        "using.js": "exports.using = (x) => x;\n",
+        "scope.ts": "export function read() {\n  using res = open();\n  return res;\n}\n",  # the keyword: still a declaration
+    })
+    result = analyse(root)
+    assert sorted(result.of_kind("diagnostic")) == []
+    assert result.targets("mod:js:indexes.d.ts", "exports") == ["sym:js:indexes.d.ts#IndexBuilder", "sym:js:indexes.d.ts#using"]
+    assert result.targets("mod:js:run.js", "exports") == ["sym:js:run.js#apply", "sym:js:run.js#using"]
+    assert result.targets("mod:js:run.js", "imports") == ["mod:js:using.js"]

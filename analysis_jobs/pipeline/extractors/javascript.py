@@ -21,7 +21,8 @@ from .base import Extractor, first_syntax_error, http_target
 # is the module's export, as ``module.exports =`` is. 7: each name a destructuring ``export const {a, b} = o``
 # binds is exported, and so is ``exports["name"] =``. 8: an import type with type arguments that are not a
 # lone name, or as an array's elements, parses (``import("./k").Kinds.Or<[A, B]>``, ``import("..").R[]``: bokeh's).
-# 9: a ``global { }`` augmentation inside ``declare module`` parses (@types/node's).
+# 9: a ``global { }`` augmentation inside ``declare module`` parses (@types/node's), and so does ``using`` as an
+# argument, a parameter or a callee (drizzle's ``using(using: string)``).
 VERSION = "9"
 
 QUERIES = """
@@ -111,6 +112,12 @@ IMPORT_TYPE_ARGUMENTS = re.compile(
 # A global augmentation inside an ambient module or namespace (``declare module "buffer" { global { ... } }``, as
 # @types/node writes it): tree-sitter-typescript 0.23 knows only ``declare global { ... }``.
 NESTED_GLOBAL = re.compile(rb"(?m)^([ \t]+)global(?=[ \t]*\{)")
+# ``using`` is a name wherever it does not declare (TypeScript 5.2's ``using res = f()``), and drizzle's
+# ``using(using: string)`` or a call ``using(a)`` are errors to tree-sitter 0.23/0.25, which take it for the
+# keyword. As an argument or a parameter, or called at the start of a line, it is renamed (no fact is a parameter's
+# or a callee's name); an export of that name is never touched.
+USING_ARGUMENT = re.compile(rb"([(,]\s*)using(?=\s*[),:?=])")
+USING_CALL = re.compile(rb"(?m)^([ \t]*)using(?=[ \t]*\()")
 
 
 def _export_type_star(found) -> bytes:
@@ -129,15 +136,20 @@ def _parse(dialect: str, parser, data: bytes):
     - ``import("./o").O<T>`` and ``import("./o").O[]`` with ``typeof`` before them: the same type-only import
       of ``./o``;
     - an indented ``global { ... }`` (a global augmentation in an ambient module) as ``declare global { ... }``;
+    - ``using`` as an argument, a parameter or a callee (not the keyword) renamed ``usinG`` (JavaScript too);
     - a generic call signature on a line of its own (``<A, B>(f: (a: A) => B): C``) after a member the line
       break ends: a ``;`` put after that member, where the line break stands for one (TypeScript, not TSX).
 
     Only a string or comment holding those very words would read differently.
     """
     tree = parser.parse(data)
-    if dialect == "javascript" or not tree.root_node.has_error:
+    if not tree.root_node.has_error:
         return tree
     rewritten = data
+    if b"using" in rewritten:
+        rewritten = USING_CALL.sub(rb"\1usinG", USING_ARGUMENT.sub(rb"\1usinG", rewritten))
+    if dialect == "javascript":
+        return parser.parse(rewritten) if rewritten != data else tree
     if b"readonly" in rewritten:
         rewritten = KEYOF_READONLY.sub(lambda found: b"keyof" + found[1] + b" " * len(b"readonly"), rewritten)
     if b"in" in rewritten or b"out" in rewritten or b"const" in rewritten:
