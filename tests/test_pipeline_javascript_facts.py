@@ -401,6 +401,22 @@ def test_a_pnpm_catalog_spec_takes_its_range_from_the_workspaces_catalog(tmp_pat
     assert "diag:parse-error:pnpm-workspace.yaml" not in result.nodes
 
 
+def test_a_bun_catalog_in_the_root_package_json_gives_the_ranges_too(tmp_path):
+    root = write_tree(tmp_path / "mono", {
+        "package.json": (
+            '{"name": "mono", "workspaces": {"packages": ["packages/*"], "catalog": {"react": "^19.0.0"},'
+            ' "catalogs": {"testing": {"jest": "30.0.0"}}}}\n'
+        ),
+        "packages/app/package.json": '{"name": "app", "dependencies": {"react": "catalog:"}, "devDependencies": {"jest": "catalog:testing"}}\n',
+    })
+    result = analyse(root)
+    attrs = {edge["dst"]: edge["attrs"] for edge in result.edges_from("file:packages/app/package.json", "declares")}
+    assert attrs == {
+        "dep:npm:react": {"spec": "^19.0.0", "scope": "main", "catalog": "default"},
+        "dep:npm:jest": {"spec": "30.0.0", "scope": "dev", "catalog": "testing"},
+    }
+
+
 def test_using_as_a_name_parses_and_its_exports_keep_it(tmp_path):
     # drizzle's query builders: .using(using: string); "using" is the keyword only where it declares.
     root = write_tree(tmp_path / "r", {

@@ -232,6 +232,11 @@ def extract_package_json(data: bytes) -> dict:
         facts["subpath_imports"] = sorted(
             [key, target] for key, value in imports.items() if key.startswith("#") and (target := _export_target(value))
         )
+    # Bun's catalogs, in the root package.json's "workspaces" (or at its top level), as pnpm-workspace.yaml's are.
+    workspaces = document.get("workspaces")
+    holder = workspaces if isinstance(workspaces, dict) and ("catalog" in workspaces or "catalogs" in workspaces) else document
+    if catalogs := _catalog_rows(holder.get("catalog"), holder.get("catalogs")):
+        facts["catalogs"] = catalogs
     if isinstance(document.get("name"), str):  # a package of its own: a workspace's imports of it stay in the repo
         entry, subpaths = _package_exports(document)
         facts["package"] = [document["name"], entry, subpaths]
@@ -421,16 +426,20 @@ def extract_pnpm_workspace(data: bytes) -> dict:
     document = yaml.load(decode(data), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     if not isinstance(document, dict):
         return {"catalogs": []}
-    named = document.get("catalogs")
+    return {"catalogs": _catalog_rows(document.get("catalog"), document.get("catalogs"))}
+
+
+def _catalog_rows(default, named) -> list:
+    """Return the ``[catalog, name, range]`` rows of a default catalog and the named ones (pnpm's and Bun's)."""
     catalogs = {str(catalog): entries for catalog, entries in named.items()} if isinstance(named, dict) else {}
-    if document.get("catalog"):
-        catalogs["default"] = document["catalog"]  # pnpm takes one of the two spellings of the default catalog
+    if default:
+        catalogs["default"] = default  # one of the two spellings of the default catalog is taken
     rows = [
         [catalog, str(name), str(spec)]
         for catalog, entries in catalogs.items() if isinstance(entries, dict)
         for name, spec in entries.items() if spec is not None
     ]
-    return {"catalogs": sorted(rows)}
+    return sorted(rows)
 
 
 def extract_pnpm_lock(data: bytes) -> dict:
@@ -467,8 +476,8 @@ PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
 POETRY_LOCK = Extractor("poetry.lock", "3", extract_poetry_lock)  # 3: no package from a local folder
 UV_LOCK = Extractor("uv.lock", "3", extract_uv_lock)  # 3: no package from a local folder
 # package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides; 6: subpath
-# imports; 7: a target under conditions none of ``EXPORT_CONDITIONS`` names is the first condition's
-PACKAGE_JSON = Extractor("package.json", "7", extract_package_json)
+# imports; 7: a target under conditions none of ``EXPORT_CONDITIONS`` names is the first condition's; 8: Bun's catalogs
+PACKAGE_JSON = Extractor("package.json", "8", extract_package_json)
 # tsconfig 2: the build's output folders, with the sources'; 3: the sources' folder from ``include`` without ``rootDir``
 TSCONFIG = Extractor("tsconfig", "3", extract_tsconfig)
 PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)
