@@ -239,6 +239,34 @@ def test_a_pyproject_declares_what_its_build_and_its_tools_development_groups_ne
     ]
 
 
+def test_requirements_files_a_pyproject_builds_from_take_its_scopes(tmp_path):
+    # gradio: the hatch-requirements-txt hook; setuptools' dynamic dependencies in a project below.
+    root = write_tree(tmp_path / "m", {
+        "pyproject.toml": (
+            "[project]\nname = 'app'\ndynamic = ['dependencies', 'optional-dependencies']\n\n"
+            "[tool.hatch.metadata.hooks.requirements_txt]\nfilename = 'requirements.txt'\n\n"
+            "[tool.hatch.metadata.hooks.requirements_txt.optional-dependencies]\noauth = ['requirements-oauth.txt']\n"
+        ),
+        "requirements.txt": "httpx\n",
+        "requirements-oauth.txt": "authlib\n",
+        "requirements-dev.txt": "pytest\n",  # named by no pyproject: its name gives the scope, as before
+        "client/pyproject.toml": (
+            "[project]\nname = 'client'\ndynamic = ['dependencies']\n\n[tool.setuptools.dynamic]\n"
+            "dependencies = {file = ['requirements-base.txt']}\noptional-dependencies.test = {file = 'requirements-test.txt'}\n"
+        ),
+        "client/requirements-base.txt": "requests\n",
+        "client/requirements-test.txt": "responses\n",
+    })
+    result = analyse(root)
+    assert [(path, dependency, attrs) for path, dependency, attrs, _line in dependency_edges(result, "declares")] == [
+        ("client/requirements-base.txt", "dep:pypi:requests", (("scope", "main"), ("spec", ""))),
+        ("client/requirements-test.txt", "dep:pypi:responses", (("scope", "optional:test"), ("spec", ""))),
+        ("requirements-dev.txt", "dep:pypi:pytest", (("scope", "dev"), ("spec", ""))),
+        ("requirements-oauth.txt", "dep:pypi:authlib", (("scope", "optional:oauth"), ("spec", ""))),
+        ("requirements.txt", "dep:pypi:httpx", (("scope", "main"), ("spec", ""))),
+    ]
+
+
 def test_python_lockfiles_lock_versions_direct_or_transitive(tmp_path):
     root = write_tree(tmp_path / "m", {
         "pyproject.toml": "[project]\nname = 'demo'\ndependencies = ['requests']\n",

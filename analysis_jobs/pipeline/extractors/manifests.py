@@ -126,7 +126,34 @@ def extract_pyproject(data: bytes) -> dict:
     for group, table in sorted((poetry.get("group") or {}).items()):
         _poetry_table((table or {}).get("dependencies"), f"group:{group}", lines, declared, ("tool", "poetry", "group", group, "dependencies"))
     name = project.get("name") or poetry.get("name")
-    return {"declared": declared, "locked": [], "provides": [["pypi", pypi_name(name)]] if isinstance(name, str) else []}
+    facts = {"declared": declared, "locked": [], "provides": [["pypi", pypi_name(name)]] if isinstance(name, str) else []}
+    if files := _requirement_files(tool):
+        facts["requirement_files"] = files
+    return facts
+
+
+def _requirement_files(tool: dict) -> list:
+    """Return ``[file, scope]`` for each requirements file the build reads the project's dependencies from:
+    setuptools' ``dynamic`` ``{file = [...]}`` and the hatch-requirements-txt hook (``optional:NAME`` for an extra's)."""
+    found = []
+
+    def add(files, scope):
+        for file in [files] if isinstance(files, str) else files if isinstance(files, list) else ():
+            if isinstance(file, str):
+                found.append([file, scope])
+
+    dynamic = (tool.get("setuptools") or {}).get("dynamic") or {}
+    if isinstance(dynamic.get("dependencies"), dict):
+        add(dynamic["dependencies"].get("file"), "main")
+    for extra, value in sorted((dynamic.get("optional-dependencies") or {}).items()):
+        if isinstance(value, dict):
+            add(value.get("file"), f"optional:{extra}")
+    hook = (((tool.get("hatch") or {}).get("metadata") or {}).get("hooks") or {}).get("requirements_txt")
+    if isinstance(hook, dict):
+        add(hook.get("files") or hook.get("filename") or "requirements.txt", "main")
+        for extra, files in sorted((hook.get("optional-dependencies") or {}).items()):
+            add(files, f"optional:{extra}")
+    return sorted(found)
 
 
 def extract_setup_cfg(data: bytes) -> dict:
@@ -468,8 +495,9 @@ def extract_pnpm_lock(data: bytes) -> dict:
 # of the entry itself (a package among another's dependencies in a lockfile, one name in two tables).
 POSITIONS = "2"
 REQUIREMENTS = Extractor("requirements", VERSION, extract_requirements)
-# pyproject 3: provides the project's own name; 4: build-system requires, uv's and PDM's dev-dependencies
-PYPROJECT = Extractor("pyproject", "4", extract_pyproject)
+# pyproject 3: provides the project's own name; 4: build-system requires, uv's and PDM's dev-dependencies;
+# 5: the requirements files the build reads its dependencies from
+PYPROJECT = Extractor("pyproject", "5", extract_pyproject)
 SETUP_CFG = Extractor("setup.cfg", "2", extract_setup_cfg)  # 2: provides
 PIPFILE = Extractor("pipfile", POSITIONS, extract_pipfile)
 PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)

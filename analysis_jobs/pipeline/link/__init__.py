@@ -61,8 +61,9 @@ from .python import Python
 # true }`` takes its range from the workspace (and is the crate the workspace's key names, ``memmap2`` for
 # ``memmap``), a Maven dependency with no version its parent's managed one, found analysing polars' source.
 # 17: a NuGet reference with no version takes the central one of the nearest ``Directory.Packages.props``.
-# 18: more import names (``upath``, ``antlr4``, ``grpc_health``), found analysing dagster's source.
-VERSION = "18"
+# 18: more import names (``upath``, ``antlr4``, ``grpc_health``), found analysing dagster's source. 19: a
+# requirements file a pyproject builds its (optional) dependencies from takes the scope it gives (gradio's).
+VERSION = "19"
 
 
 class Linker:

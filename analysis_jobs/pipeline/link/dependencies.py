@@ -62,6 +62,7 @@ class Dependencies(Family):
         self.shared: dict[str, dict[tuple[str, str], str]] = {}
         self.renamed: dict[str, dict[str, str]] = {}  # a Cargo workspace's folder: {its key: the crate it names}
         self.inheriting: list[tuple[str, str]] = []  # (manifest, key) of each crate taken from a workspace
+        self.requirement_scopes: dict[str, str] = {}  # a requirements file a pyproject names: the scope it gives
 
     def reads(self, record):
         return extractor_name(record) in _MANIFEST_NAMES or extractor_name(record) == PNPM_WORKSPACE.name
@@ -70,6 +71,8 @@ class Dependencies(Family):
         shared = self.shared.setdefault(posixpath.dirname(record.path), {})
         if "renamed" in facts:
             self.renamed[posixpath.dirname(record.path)] = dict(facts["renamed"])
+        for file, scope in facts.get("requirement_files", ()):
+            self.requirement_scopes.setdefault(posixpath.normpath(posixpath.join(posixpath.dirname(record.path), file)), scope)
         for ecosystem, name, spec, scope, _line in facts.get("declared", ()):
             if ecosystem == "cargo" and spec == "workspace":
                 self.inheriting.append((record.path, name))  # which crate it is, once every workspace is known
@@ -94,7 +97,7 @@ class Dependencies(Family):
         file_id = f"file:{record.path}"
         for ecosystem, name, spec, scope, line in facts.get("declared", ()):
             if extractor_name(record) == "requirements":
-                scope = requirements_scope(record.path)
+                scope = self.requirement_scopes.get(record.path) or requirements_scope(record.path)
             attrs = {"spec": spec, "scope": scope}
             if ecosystem == "cargo" and spec == "workspace":
                 name = self._crate(record.path, name)
@@ -107,7 +110,8 @@ class Dependencies(Family):
     def learnt(self):
         return [sorted(self.declared), sorted(self.locked), sorted(self.direct), sorted(self.provided),
                 sorted((folder, sorted(entries.items())) for folder, entries in self.shared.items() if entries),
-                sorted((folder, sorted(renamed.items())) for folder, renamed in self.renamed.items())]
+                sorted((folder, sorted(renamed.items())) for folder, renamed in self.renamed.items()),
+                sorted(self.requirement_scopes.items())]
 
     def _crate(self, path: str, key: str) -> str:
         """Return the crate a member's ``key = { workspace = true }`` is: the one the nearest workspace above that
