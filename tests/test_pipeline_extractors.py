@@ -367,6 +367,23 @@ def test_a_malformed_manifest_is_a_diagnostic(tmp_path):
 # -- infrastructure as code --------------------------------------------------------------------------------
 
 
+def test_a_compose_service_is_built_from_the_dockerfile_its_build_names(tmp_path):
+    root = write_tree(tmp_path / "app", {
+        "deploy/compose.yaml": (
+            "services:\n  api:\n    build: ../api\n  worker:\n    build:\n      context: ..\n      dockerfile: docker/Dockerfile.worker\n"
+            "  inline:\n    build:\n      context: .\n      dockerfile_inline: |\n        FROM alpine\n"
+            "  elsewhere:\n    build: https://github.com/acme/tool.git\n  db:\n    image: postgres:16\n"
+        ),
+        "api/Dockerfile": "FROM python:3.12-slim\n",
+        "docker/Dockerfile.worker": "FROM python:3.12-slim AS base\n",
+    })
+    result = analyse(root)
+    built = {edge["src"]: edge["dst"] for edge in result.edges if edge["kind"] == "built_from"}
+    assert built == {"compose:deploy/compose.yaml#api": "file:api/Dockerfile", "compose:deploy/compose.yaml#worker": "file:docker/Dockerfile.worker"}
+    assert result.nodes["compose:deploy/compose.yaml#worker"]["attrs"] == {"build": "..", "name": "worker"}
+    assert result.targets("file:api/Dockerfile", "uses_image") == ["img:python:3.12-slim"]
+
+
 def test_dockerfile_compose_and_terraform(tmp_path):
     root = write_tree(tmp_path / "infra", {
         "Dockerfile": "ARG V=3.12\nFROM python:${V}-slim AS build\nRUN pip install x \\\n  y\nFROM build\nFROM gcr.io/distroless/python3 AS run\n",
@@ -384,6 +401,7 @@ def test_dockerfile_compose_and_terraform(tmp_path):
     assert (web["attrs"], evidence(web)) == ({"build": ".", "name": "web"}, [("docker-compose.yml", [2, 4], "compose")])
     assert result.targets("compose:docker-compose.yml#db", "uses_image") == ["img:postgres:16"]
     assert evidence(db) == [("docker-compose.yml", [5, 6], "compose")]
+    assert result.targets("compose:docker-compose.yml#web", "built_from") == ["file:Dockerfile"]
     terraform = {node_id: (node["kind"], node["attrs"], node["evidence"][0]["lines"]) for node_id, node in result.nodes.items() if node_id.startswith("tf:")}
     assert terraform == {
         "tf:infra:provider.aws": ("terraform_provider", {"name": "", "source": "", "type": "aws"}, [1, 3]),

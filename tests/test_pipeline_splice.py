@@ -135,6 +135,16 @@ def test_a_tree_without_edges_gains_them_by_a_splice(tmp_path):
     assert spliced.text == analyse(root, cache=cache).text
 
 
+def test_adding_the_dockerfile_a_compose_service_builds_from_links_them(tmp_path):
+    root = write_tree(tmp_path / "repo", {"compose.yaml": "services:\n  api:\n    build: ./api\n", "README.md": "# r\n"})
+    cache, bases = MemoryFactsCache(), MemoryBases()
+    assert not analyse(root, cache=cache, bases=bases).targets("compose:compose.yaml#api", "built_from")
+    write_tree(root, {"api/Dockerfile": "FROM alpine:3\n"})
+    again = analyse(root, cache=cache, bases=bases)
+    assert again.targets("compose:compose.yaml#api", "built_from") == ["file:api/Dockerfile"]
+    assert again.text == analyse(root, cache=cache).text
+
+
 def test_old_facts_pruned_from_the_cache_mean_a_full_link(tmp_path):
     root = write_tree(tmp_path / "repo", TREE)
     cache, bases = MemoryFactsCache(), MemoryBases()

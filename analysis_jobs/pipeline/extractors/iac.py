@@ -15,7 +15,7 @@ from .base import Extractor, first_syntax_error
 
 # 2: a file without a final newline parses cleanly; 3: ARG defaults put in; 4: COPY --from and RUN --mount images
 DOCKERFILE_VERSION = "4"
-COMPOSE_VERSION = "1"
+COMPOSE_VERSION = "2"  # 2: a build's context and Dockerfile, from the short and the long syntax
 TERRAFORM_VERSION = "2"  # 2: variables, outputs, required providers and registry modules
 TERRAFORM_BLOCKS = {"resource", "data", "module", "provider", "variable", "output"}
 
@@ -143,15 +143,29 @@ def extract_compose(data: bytes) -> dict:
             if key.value != "services" or not isinstance(value, yaml.MappingNode):
                 continue
             for name, body in value.value:
-                image, build = "", ""
+                image, build, dockerfile = "", "", ""
                 if isinstance(body, yaml.MappingNode):
                     for field, setting in body.value:
                         if field.value == "image" and isinstance(setting, yaml.ScalarNode):
                             image = str(setting.value)
                         elif field.value == "build":
-                            build = str(setting.value) if isinstance(setting, yaml.ScalarNode) else "."
-                services.append([str(name.value), image, build, name.start_mark.line + 1, end_line(lines, body.end_mark)])
+                            build, dockerfile = _compose_build(setting)
+                services.append([str(name.value), image, build, name.start_mark.line + 1, end_line(lines, body.end_mark), dockerfile])
     return {"services": services}
+
+
+def _compose_build(setting) -> tuple[str, str]:
+    """Return a service's build context and the Dockerfile in it (``build: ./api``, or ``build: {context: ./api,
+    dockerfile: Dockerfile.prod}``); no Dockerfile for an inline one (``dockerfile_inline``)."""
+    import yaml
+
+    if isinstance(setting, yaml.ScalarNode):
+        return str(setting.value), "Dockerfile"
+    fields = {str(field.value): child for field, child in getattr(setting, "value", ()) if isinstance(child, yaml.ScalarNode)}
+    context = str(fields["context"].value) if "context" in fields else "."
+    if "dockerfile_inline" in {str(field.value) for field, _child in getattr(setting, "value", ())}:
+        return context, ""
+    return context, str(fields["dockerfile"].value) if "dockerfile" in fields else "Dockerfile"
 
 
 def end_line(lines, mark) -> int:

@@ -63,7 +63,8 @@ from .python import Python
 # 17: a NuGet reference with no version takes the central one of the nearest ``Directory.Packages.props``.
 # 18: more import names (``upath``, ``antlr4``, ``grpc_health``), found analysing dagster's source. 19: a
 # requirements file a pyproject builds its (optional) dependencies from takes the scope it gives (gradio's).
-VERSION = "19"
+# 20: a compose service is ``built_from`` the Dockerfile its ``build`` names.
+VERSION = "20"
 
 
 class Linker:

@@ -3,7 +3,12 @@ they use, Kubernetes objects, Helm charts."""
 
 import posixpath
 
-from .family import Family, evidence, whole_file
+from .family import Family, evidence, extractor_name, whole_file
+
+
+def _built(record, context: str, dockerfile: str = "") -> str:
+    """Return the path of the Dockerfile a compose file's service builds from, "" for none (or an inline one)."""
+    return posixpath.normpath(posixpath.join(posixpath.dirname(record.path), context, dockerfile)) if dockerfile else ""
 
 
 def _used_action(graph, uses: str) -> tuple[str, str]:
@@ -13,6 +18,26 @@ def _used_action(graph, uses: str) -> tuple[str, str]:
 
 
 class Iac(Family):
+    """A compose service built from a Dockerfile of the tree is ``built_from`` it (``build: ./api``): what the
+    Dockerfile uses, the service runs on."""
+
+    def __init__(self, records):
+        super().__init__(records)
+        self.named: set[str] = set()  # the Dockerfiles the compose services' builds name
+        self.built: set[str] = set()  # those of them the tree holds
+
+    def reads(self, record):
+        return extractor_name(record) == "compose"
+
+    def learn(self, record, facts):
+        self.named.update(built for _name, _image, build, *_lines, dockerfile in facts.get("services", ()) if (built := _built(record, build, dockerfile)))
+
+    def learned(self):
+        self.built = self.named & {record.path for record in self.records if extractor_name(record) == "dockerfile"}
+
+    def learnt(self):
+        return sorted(self.built)  # only these: adding another Dockerfile still leaves a re-analysis spliced
+
     def emit(self, record, facts, graph):
         file_id = f"file:{record.path}"
         for image, line, stage, *written in facts.get("images", ()):  # written: the text, where ARG defaults went in
@@ -22,13 +47,15 @@ class Iac(Family):
         for image, line, stage, via in facts.get("copied_images", ()):  # via: "COPY --from" or "RUN --mount"
             target = graph.node(f"img:{image}", "image", {"ref": image})
             graph.edge(file_id, "uses_image", target, {"stage": stage, "via": via}, evidence(record, line))
-        for name, image, build, first, last in facts.get("services", ()):
+        for name, image, build, first, last, *dockerfile in facts.get("services", ()):
             service = graph.node(f"compose:{record.path}#{name}", "compose_service", {"name": name, "build": build},
                                  evidence(record, first, last))
             graph.edge(file_id, "defines", service)
             if image:
                 target = graph.node(f"img:{image}", "image", {"ref": image})
                 graph.edge(service, "uses_image", target, None, evidence(record, first))
+            if (built := _built(record, build, *dockerfile)) in self.built:
+                graph.edge(service, "built_from", f"file:{built}", None, evidence(record, first))
         directory = posixpath.dirname(record.path)
         for block, kind, name, source, first, last in facts.get("blocks", ()):
             label = ".".join(part for part in (kind, name) if part)
