@@ -4,9 +4,10 @@ with a namespace package, from-imports of submodules, stubs, same-named files, i
 import name unlike its distribution, a name imported from a namespace package, ``pytest.importorskip``, a JS
 workspace with a tsconfig alias and subpath exports, variance modifiers, ``export declare``, ``export type *`` and
 ``export * as``, destructuring and ``exports["x"]`` exports, ``import x = require()``, an imported stylesheet,
-nested tsconfig aliases, a subpath import (``#theme``), a workspace package whose entry the build writes, a pnpm catalog, a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency
-written as a table, one taken from the workspace, a gem from git), a Dockerfile ARG, CI, Kubernetes, Terraform), analysed once, its facts
-compared exactly: a fact gained or lost anywhere fails here.
+nested tsconfig aliases, a subpath import (``#theme``), a workspace package whose entry the build writes, a pnpm
+catalog, a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency written as a table, one
+taken from the workspace, a gem from git), a Dockerfile ARG, a compose service built from it, CI, Kubernetes,
+Terraform), analysed once, its facts compared exactly: a fact gained or lost anywhere fails here.
 """
 
 import pytest
@@ -81,6 +82,7 @@ CORPUS = {
     "legacy/setup.py": "from setuptools import setup\nrequires = ['requests>=2']\nsetup(install_requires=requires)\n",
     # Where it runs
     "Dockerfile": "ARG PY=3.12\nFROM python:${PY}-slim AS base\nFROM base",  # no final newline
+    "compose.yaml": "services:\n  web:\n    build: .\n",
     ".github/workflows/ci.yml": "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n",
     "deploy/web.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: shop/web:1.0\n",
     "infra/main.tf": 'terraform {\n  required_providers {\n    aws = { source = "hashicorp/aws", version = "~> 5.0" }\n  }\n}\nvariable "region" {}\n',
@@ -91,6 +93,8 @@ EXPECTED_EDGES = [
     ('ci:.github/workflows/ci.yml#test', 'uses_action', 'action:actions/checkout', {'ref': 'v4'}),
     ('file:.github/workflows/ci.yml', 'defines', 'ci:.github/workflows/ci.yml#test', {}),
     ('file:Dockerfile', 'uses_image', 'img:python:3.12-slim', {'stage': 'base', 'written': 'python:${PY}-slim'}),
+    ('compose:compose.yaml#web', 'built_from', 'file:Dockerfile', {}),
+    ('file:compose.yaml', 'defines', 'compose:compose.yaml#web', {}),
     ('file:crates/Cargo.toml', 'declares', 'dep:cargo:log', {'scope': 'workspace', 'spec': '0.4'}),
     ('file:crates/tool/Cargo.toml', 'declares', 'dep:cargo:anyhow', {'scope': 'main', 'spec': '1'}),
     ('file:crates/tool/Cargo.toml', 'declares', 'dep:cargo:log', {'scope': 'main', 'spec': '0.4', 'workspace': True}),
@@ -162,6 +166,7 @@ EXPECTED_EDGES = [
 EXPECTED_NODES = [
     'action:actions/checkout',
     'ci:.github/workflows/ci.yml#test',
+    'compose:compose.yaml#web',
     'dep:cargo:anyhow',
     'dep:cargo:log',
     'dep:cargo:serde',
