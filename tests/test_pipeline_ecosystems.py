@@ -84,7 +84,8 @@ def test_go_modules_declared_indirect_and_summed(tmp_path):
             "\tgithub.com/google/uuid v1.6.0\n"
             "\tgolang.org/x/sys v0.20.0 // indirect\n"
             ")\n\n"
-            "replace github.com/google/uuid => ../uuid\n"
+            "replace github.com/google/uuid => ../uuid\n\n"
+            "replace (\n\tgithub.com/spf13/cobra v1.8.0 => github.com/acme/cobra v1.8.1-fix\n)\n"
         ),
         "go.sum": (
             "github.com/google/uuid v1.6.0 h1:abc=\n"
@@ -97,6 +98,8 @@ def test_go_modules_declared_indirect_and_summed(tmp_path):
         "dep:go:github.com/spf13/cobra": ("v1.8.0", "main", 5), "dep:go:github.com/google/uuid": ("v1.6.0", "main", 8),
     }
     assert locked(result, "go.mod") == {"dep:go:golang.org/x/sys": ("v0.20.0", 9)}
+    replaced = {edge["dst"]: edge["attrs"].get("replaced_by") for edge in result.edges_from("file:go.mod", "declares")}
+    assert replaced == {"dep:go:github.com/spf13/cobra": "github.com/acme/cobra@v1.8.1-fix", "dep:go:github.com/google/uuid": "../uuid"}
     assert locked(result, "go.sum") == {"dep:go:github.com/google/uuid": ("v1.6.0", 1), "dep:go:golang.org/x/sys": ("v0.20.0", 3)}
     assert result.nodes["dep:go:golang.org/x/sys"]["attrs"] == {
         "declared": False, "direct": False, "ecosystem": "go", "in_repository": False, "locked": True, "name": "golang.org/x/sys",

@@ -101,8 +101,9 @@ _GO_BLOCK = re.compile(r"^(\w+)\s*\($")
 
 def extract_go_mod(data: bytes) -> dict:
     """``require`` lines, alone or in a block: a direct requirement is declared; one marked ``// indirect`` is
-    what the build needs for another module's sake, so it is only locked."""
-    declared, locked, provides, block = [], [], [], None
+    what the build needs for another module's sake, so it is only locked. ``replace`` lines say what the build
+    takes instead of a module (``[module, by, version]``: a fork at its version, or a folder with no version)."""
+    declared, locked, provides, replaced, block = [], [], [], [], None
     for number, line in enumerate(decode(data).splitlines(), start=1):
         code, _, comment = line.partition("//")
         code = code.strip()
@@ -112,19 +113,27 @@ def extract_go_mod(data: bytes) -> dict:
             if code == ")":
                 block = None
                 continue
-            words = code.split() if block == "require" else []
+            words = code.split() if block in ("require", "replace") else []
         elif opened := _GO_BLOCK.match(code):
             block = opened.group(1)
             continue
         else:
-            words = code.split()[1:] if code.startswith("require ") else []
+            words = code.split()[1:] if code.startswith(("require ", "replace ")) else []
+        if "=>" in words:  # replace old [version] => new [version]
+            arrow = words.index("=>")
+            if arrow and len(words) > arrow + 1:
+                replaced.append([words[0], words[arrow + 1], words[arrow + 2] if len(words) > arrow + 2 else ""])
+            continue
         if len(words) >= 2:
             module, version = words[0], words[1]
             if comment.strip().startswith("indirect"):
                 locked.append(["go", module, version, number, False])
             else:
                 declared.append(["go", module, version, "main", number])
-    return {"declared": declared, "locked": locked, "provides": provides}
+    facts = {"declared": declared, "locked": locked, "provides": provides}
+    if replaced:
+        facts["replaced"] = sorted(replaced)
+    return facts
 
 
 def extract_go_sum(data: bytes) -> dict:
@@ -396,7 +405,7 @@ def extract_gemfile_lock(data: bytes) -> dict:
 POSITIONS = "2"  # as in manifests.py: an entry's own line, not the first that names it
 PROVIDES = "3"  # the package the manifest itself is (``provides``): a dependency on it is in the repository
 SETUP_PY = Extractor("setup.py", PROVIDES, extract_setup_py)  # 2: names bound once to a literal; tests_require; 3: provides
-GO_MOD = Extractor("go.mod", "2", extract_go_mod)  # 2: provides
+GO_MOD = Extractor("go.mod", "3", extract_go_mod)  # 2: provides; 3: replace directives
 GO_SUM = Extractor("go.sum", VERSION, extract_go_sum)
 CARGO_TOML = Extractor("cargo.toml", "4", extract_cargo_toml)  # 3: provides; 4: the workspace's renamed crates
 CARGO_LOCK = Extractor("cargo.lock", POSITIONS, extract_cargo_lock)

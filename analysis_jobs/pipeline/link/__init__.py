@@ -63,8 +63,9 @@ from .python import Python
 # 17: a NuGet reference with no version takes the central one of the nearest ``Directory.Packages.props``.
 # 18: more import names (``upath``, ``antlr4``, ``grpc_health``), found analysing dagster's source. 19: a
 # requirements file a pyproject builds its (optional) dependencies from takes the scope it gives (gradio's).
-# 20: a compose service is ``built_from`` the Dockerfile its ``build`` names.
-VERSION = "20"
+# 20: a compose service is ``built_from`` the Dockerfile its ``build`` names. 21: a go.mod's ``replace`` gives
+# the declares edge of the module it replaces ``replaced_by``.
+VERSION = "21"
 
 
 class Linker:

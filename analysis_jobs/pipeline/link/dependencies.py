@@ -95,6 +95,7 @@ class Dependencies(Family):
 
     def emit(self, record, facts, graph):
         file_id = f"file:{record.path}"
+        replaced = {module: (by, version) for module, by, version in facts.get("replaced", ())}  # go.mod's
         for ecosystem, name, spec, scope, line in facts.get("declared", ()):
             if extractor_name(record) == "requirements":
                 scope = self.requirement_scopes.get(record.path) or requirements_scope(record.path)
@@ -103,6 +104,9 @@ class Dependencies(Family):
                 name = self._crate(record.path, name)
             if where := _left_to(ecosystem, spec, scope):
                 attrs.update(self._inherited(record.path, where, f"dep:{ecosystem}:{name}"))
+            if name in replaced:  # what the build takes instead: a fork (at its version) or a folder
+                by, version = replaced[name]
+                attrs["replaced_by"] = f"{by}@{version}" if version else by
             graph.edge(file_id, "declares", f"dep:{ecosystem}:{name}", attrs, evidence(record, line))
         for ecosystem, name, version, line, _direct in facts.get("locked", ()):
             graph.edge(file_id, "locks", f"dep:{ecosystem}:{name}", {"version": version}, evidence(record, line))
