@@ -16,6 +16,7 @@ without it. A relative import of a file that is not a script (``./data.json``,
 
 import posixpath
 import re
+from itertools import chain
 
 from .dependencies import Dependencies
 from .family import Family, evidence, extractor_name, folders_above, is_module_file, service_calls, whole_file
@@ -176,7 +177,7 @@ class JavaScript(Family):
     def _file(self, graph, stems: list[str]) -> str:
         """Return the module of the first file a stem names (as Node and TypeScript try suffixes), else the one it
         is built from, else the asset file it names, else a missing module."""
-        for base in stems + [source for stem in stems if (source := self._built_from(stem))]:
+        for base in chain(stems, (source for stem in stems if (source := self._built_from(stem)))):  # sources lazily
             candidates = [base]
             if base.endswith((".js", ".jsx", ".mjs", ".cjs")):
                 candidates.append(base.rsplit(".", 1)[0])  # TypeScript's ESM style: import "./a.js" means a.ts
