@@ -161,11 +161,12 @@ def _compose_build(setting) -> tuple[str, str]:
 
     if isinstance(setting, yaml.ScalarNode):
         return str(setting.value), "Dockerfile"
-    fields = {str(field.value): child for field, child in getattr(setting, "value", ()) if isinstance(child, yaml.ScalarNode)}
-    context = str(fields["context"].value) if "context" in fields else "."
-    if "dockerfile_inline" in {str(field.value) for field, _child in getattr(setting, "value", ())}:
-        return context, ""
-    return context, str(fields["dockerfile"].value) if "dockerfile" in fields else "Dockerfile"
+    fields = {str(field.value): child for field, child in setting.value}
+
+    def scalar(name: str, default: str) -> str:
+        return str(fields[name].value) if isinstance(fields.get(name), yaml.ScalarNode) else default
+
+    return scalar("context", "."), "" if "dockerfile_inline" in fields else scalar("dockerfile", "Dockerfile")
 
 
 def end_line(lines, mark) -> int:
