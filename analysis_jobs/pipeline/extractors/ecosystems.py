@@ -238,6 +238,11 @@ def _child_text(element, name: str) -> str:
 _PROPERTY = re.compile(r"\$\{([^}]+)\}")
 
 
+def _coordinate(root, parent, name: str) -> str:
+    """Return the project's own ``groupId`` or ``version``, else its ``<parent>``'s, which a module inherits."""
+    return _child_text(root, name) or (_child_text(parent, name) if parent is not None else "")
+
+
 def _pom_properties(root, parent) -> dict[str, str]:
     """Return what ``${name}`` stands for in the pom: its ``<properties>`` and the project's own coordinates (a
     module's ``project.version`` is its parent's when it writes none)."""
@@ -245,10 +250,8 @@ def _pom_properties(root, parent) -> dict[str, str]:
     for child in root:
         if _local(child.tag) == "properties":
             properties.update((_local(item.tag), (item.text or "").strip()) for item in child if isinstance(item.tag, str))
-    inherited = parent if parent is not None else root
     for name in ("version", "groupId"):
-        value = _child_text(root, name) or _child_text(inherited, name)
-        if value:
+        if value := _coordinate(root, parent, name):
             properties.setdefault(f"project.{name}", value)
             properties.setdefault(f"pom.{name}", value)
     if parent is not None and (version := _child_text(parent, "version")):
@@ -287,8 +290,7 @@ def extract_pom(data: bytes) -> dict:
                 line = next((lines[child] for child in dependency if _local(child.tag) == "artifactId"), lines[dependency])
                 version = _substituted(_child_text(dependency, "version"), properties)
                 declared.append(["maven", f"{group}:{artifact}", version, scope, line])
-    group = _child_text(root, "groupId") or (_child_text(parent, "groupId") if parent is not None else "")
-    artifact = _child_text(root, "artifactId")  # a module's groupId may be its parent's
+    group, artifact = _coordinate(root, parent, "groupId"), _child_text(root, "artifactId")
     return {"declared": declared, "locked": [], "provides": [["maven", f"{group}:{artifact}"]] if group and artifact else []}
 
 
