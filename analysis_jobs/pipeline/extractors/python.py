@@ -341,9 +341,10 @@ def _parse(parser, data: bytes):
     """Return ``data``'s tree; where it failed to parse and holds a starred tuple item, the tree of ``data``
     with those stars blanked (the same lines, the same facts)."""
     tree = parser.parse(data)
-    if tree.root_node.has_error and STARRED_IN_TUPLE.search(data):
-        return parser.parse(STARRED_IN_TUPLE.sub(rb"\1 ", data))
-    return tree
+    if not tree.root_node.has_error:
+        return tree
+    rewritten = STARRED_IN_TUPLE.sub(rb"\1 ", data)
+    return parser.parse(rewritten) if rewritten != data else tree
 
 
 CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
