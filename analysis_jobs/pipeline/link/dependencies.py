@@ -7,7 +7,8 @@ from ..extractors import DECLARING, PNPM_WORKSPACE
 from .family import Family, evidence, extractor_name, folders_above
 
 _DEV_WORDS = re.compile(r"(^|[^a-z])(dev|test|tests|testing|lint|docs?|ci|bench)([^a-z]|$)")
-_MANIFEST_NAMES = frozenset(extractor.name for extractor in DECLARING)
+# The manifests, and the pnpm workspaces whose catalogs give their "catalog:" specs a range.
+_READ = frozenset((*(extractor.name for extractor in DECLARING), PNPM_WORKSPACE.name))
 # The rows whose ranges the manifests below take.
 _SHARING = frozenset((("cargo", "workspace"), ("maven", "managed"), ("nuget", "managed")))
 
@@ -65,7 +66,7 @@ class Dependencies(Family):
         self.requirement_scopes: dict[str, str] = {}  # a requirements file a pyproject names: the scope it gives
 
     def reads(self, record):
-        return extractor_name(record) in _MANIFEST_NAMES or extractor_name(record) == PNPM_WORKSPACE.name
+        return extractor_name(record) in _READ
 
     def learn(self, record, facts):
         shared = self.shared.setdefault(posixpath.dirname(record.path), {})
