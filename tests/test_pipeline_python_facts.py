@@ -314,3 +314,21 @@ def test_source_that_is_not_in_its_declared_encoding_is_a_diagnostic():
     assert extract_python(b"x = '\xff'\n")["error"][1] == 1
     assert "error" not in extract_python(b"# -*- coding: latin-1 -*-\nname = '\xe9'\n")
     assert "error" not in extract_python("name = '\u00e9'\n".encode())
+
+
+def test_a_namespace_folder_named_as_a_declared_distribution_yields_to_it(tmp_path):
+    # ansible's shape: a ``packaging/`` folder of release scripts beside its declared ``packaging``.
+    root = write_tree(tmp_path / "r", {
+        "requirements.txt": "packaging\ntools\n",
+        "packaging/release.py": "from packaging.version import Version\n",
+        "app/__init__.py": "from packaging.specifiers import SpecifierSet\nimport packaging.release\n",
+        "tools/__init__.py": "", "tools/cli.py": "from tools.gone import x\n",
+        "scripts/run.py": "from scripts.helpers import y\n",
+    })
+    result = analyse(root)
+    assert result.targets("mod:py:packaging.release", "imports") == ["dep:pypi:packaging"]
+    # the in-repository module is still found by its full name, and a regular package is the repository's own
+    assert result.targets("mod:py:app", "imports") == ["dep:pypi:packaging", "mod:py:packaging.release"]
+    assert result.targets("mod:py:tools.cli", "imports") == ["mod:py:tools"]
+    # and an undeclared name that a namespace folder of the repository starts is still a missing module
+    assert result.targets("mod:py:scripts.run", "imports") == ["mod:py:scripts.helpers"]

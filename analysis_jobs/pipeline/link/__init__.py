@@ -64,8 +64,9 @@ from .python import Python
 # 18: more import names (``upath``, ``antlr4``, ``grpc_health``), found analysing dagster's source. 19: a
 # requirements file a pyproject builds its (optional) dependencies from takes the scope it gives (gradio's).
 # 20: a compose service is ``built_from`` the Dockerfile its ``build`` names. 21: a go.mod's ``replace`` gives
-# the declares edge of the module it replaces ``replaced_by``.
-VERSION = "21"
+# the declares edge of the module it replaces ``replaced_by``. 22: an import that only a namespace folder of the
+# repository starts is the declared distribution of its name (ansible's ``packaging/`` scripts).
+VERSION = "22"
 
 
 class Linker:

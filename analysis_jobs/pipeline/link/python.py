@@ -15,7 +15,9 @@ or a distribution: the declared or locked one whose name the import name is (``y
 ``taggit``: ``django-taggit``; of a dotted name, its longest prefix that names one: ``azure.storage.queue``),
 else a table of known names, else the import name itself (of a namespace package such as ``zope``, its first
 two components: ``zope.interface``). A name that starts like an in-repository module but is none is a missing
-module, never a dependency.
+module, never a dependency; except where the repository has only a namespace package of that name and a declared
+distribution is named so (ansible's ``packaging/`` folder of scripts, beside its declared ``packaging``): Python
+imports a regular package, the installed one, before it makes a namespace package of folders.
 
 ``from pkg import a, b`` has an edge to each of ``a`` and ``b`` that is a module, and to ``pkg`` when something
 else is imported from it. An import's edge carries how it is made: ``type_only``, ``optional``, ``local``,
@@ -99,6 +101,12 @@ def _namespace(base: list[str]) -> int:
         if ".".join(base[:end]) in NAMESPACE_HEADS:
             return end
     return 0
+
+
+def _public(head: str) -> str:
+    """Return a top-level module's public name: no distribution's name starts or ends with the ``-`` that an
+    underscore would become."""
+    return head.strip("_") or head
 
 
 def is_python(record) -> bool:
@@ -304,28 +312,33 @@ class Python(Family):
                 return self.names.node_id(found)
         dotted = ".".join(base)
         head = base[0] if base else ""
-        if level or not head or head in self.names.heads and head not in STDLIB:
+        # Here ``head`` is no module or regular package of the repository (that would have been found), at most
+        # a namespace package's folder; Python imports an installed regular package before it (PEP 420).
+        declared = None if level or not head else self._declared_distribution(base)
+        if level or not head or head in self.names.heads and head not in STDLIB and not declared:
             graph.node(f"mod:py:{dotted}", "module", {"language": "python", "name": dotted, "missing": True})
             return f"mod:py:{dotted}"
         if head in STDLIB:
             return graph.node(f"std:py:{head}", "stdlib", {"language": "python", "name": head})
-        dependency = f"dep:pypi:{self._distribution(base)}"
+        dependency = f"dep:pypi:{declared or self._distribution(base)}"
         self.dependencies.imported.add(dependency)
         return dependency
 
-    def _distribution(self, base: list[str]) -> str:
-        head = base[0]
-        # A private top-level module (``_pytest``, ``_billiard``) ships with the distribution of its public name;
-        # no distribution's name starts or ends with the ``-`` that its underscore would become.
-        public = head.strip("_") or head
+    def _declared_distribution(self, base: list[str]) -> str | None:
+        """Return the declared or locked distribution ``base`` is imported from, or None."""
         # The longest dotted prefix that names a declared distribution: ``azure.storage.queue`` is
         # ``azure-storage-queue``, ``azure.identity`` is ``azure-identity``, ``django.contrib`` is ``django``.
+        # A private top-level module (``_pytest``, ``_billiard``) ships with the distribution of its public name.
         prefixes = (pypi_name(".".join(base[:end])) for end in range(len(base), 0, -1))
-        for name in (*prefixes, pypi_name(public)):
+        for name in (*prefixes, pypi_name(_public(base[0]))):
             if name in self.distributions:
                 return self.distributions[name]
+        return None
+
+    def _distribution(self, base: list[str]) -> str:
+        """Return the distribution ``base`` is imported from when no declared or locked one is."""
         for end in range(len(base), 0, -1):
             if known := IMPORT_TO_DISTRIBUTION.get(".".join(base[:end])):
                 return known
         namespace = _namespace(base)
-        return pypi_name(".".join(base[:namespace + 1]) if namespace else public)
+        return pypi_name(".".join(base[:namespace + 1]) if namespace else _public(base[0]))
