@@ -332,3 +332,22 @@ def test_a_namespace_folder_named_as_a_declared_distribution_yields_to_it(tmp_pa
     assert result.targets("mod:py:tools.cli", "imports") == ["mod:py:tools"]
     # and an undeclared name that a namespace folder of the repository starts is still a missing module
     assert result.targets("mod:py:scripts.run", "imports") == ["mod:py:scripts.helpers"]
+
+
+def test_a_package_module_run_as_a_script_imports_its_neighbour(tmp_path):
+    # sympy's generated ANTLR listener: ``from autolevparser import AutolevParser`` when run as a script.
+    root = write_tree(tmp_path / "r", {
+        "requirements.txt": "json-parser\n",
+        "pkg/__init__.py": "",
+        "pkg/autolexer.py": "",
+        "pkg/json_parser.py": "",
+        "pkg/listener.py": (
+            "if '.' in __name__:\n    from .autolexer import Lexer\nelse:\n    from autolexer import Lexer\n"
+            "import json\nimport json_parser\nimport lark\n"
+        ),
+    })
+    result = analyse(root)
+    # the standard library and a declared distribution keep their names; an unknown one is still a dependency
+    assert result.targets("mod:py:pkg.listener", "imports") == [
+        "dep:pypi:json-parser", "dep:pypi:lark", "mod:py:pkg.autolexer", "std:py:json",
+    ]

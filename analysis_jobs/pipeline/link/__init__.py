@@ -65,8 +65,9 @@ from .python import Python
 # requirements file a pyproject builds its (optional) dependencies from takes the scope it gives (gradio's).
 # 20: a compose service is ``built_from`` the Dockerfile its ``build`` names. 21: a go.mod's ``replace`` gives
 # the declares edge of the module it replaces ``replaced_by``. 22: an import that only a namespace folder of the
-# repository starts is the declared distribution of its name (ansible's ``packaging/`` scripts).
-VERSION = "22"
+# repository starts is the declared distribution of its name (ansible's ``packaging/`` scripts). 23: an absolute
+# import of a module beside the importer, that nothing else is, is that module (sympy's ANTLR parser).
+VERSION = "23"
 
 
 class Linker:

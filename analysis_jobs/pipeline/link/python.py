@@ -13,7 +13,8 @@ regular-package chain gives it (``backend/app/models.py`` is also ``app.models``
 not in the repository is the standard library (a fixed list: the facts never depend on the worker's Python),
 or a distribution: the declared or locked one whose name the import name is (``yaml``: ``pyyaml``,
 ``taggit``: ``django-taggit``; of a dotted name, its longest prefix that names one: ``azure.storage.queue``),
-else a table of known names, else the import name itself (of a namespace package such as ``zope``, its first
+else a module beside the importer in its package (a package's module run as a script), else a table of known
+names, else the import name itself (of a namespace package such as ``zope``, its first
 two components: ``zope.interface``). A name that starts like an in-repository module but is none is a missing
 module, never a dependency; except where the repository has only a namespace package of that name and a declared
 distribution is named so (ansible's ``packaging/`` folder of scripts, beside its declared ``packaging``): Python
@@ -72,6 +73,7 @@ IMPORT_TO_DISTRIBUTION = {
     "bootstrap3": "django-bootstrap3", "bootstrap4": "django-bootstrap4", "bidi": "python-bidi",
     "upath": "universal-pathlib", "antlr4": "antlr4-python3-runtime", "grpc_health": "grpcio-health-checking",
     "grpc_status": "grpcio-status", "grpc_reflection": "grpcio-reflection", "grpc_tools": "grpcio-tools",
+    "z3": "z3-solver", "flint": "python-flint", "pysat": "python-sat",
 }
 # Distributions that install a module under another one's import name (a fork, a lighter or headless build):
 # declared, they are what the import is, else the table's above.
@@ -184,13 +186,19 @@ class ModuleNames:
         name = self.of[path]
         return f"mod:py:{name}" if self.full[name] == path else f"mod:py:{name}@{path}"
 
-    def find(self, dotted: str, importer: str) -> str | None:
-        """Return the path of the module ``dotted`` names when ``importer`` imports it absolutely, or None."""
+    def sibling(self, dotted: str, importer: str) -> str | None:
+        """Return the path of the module ``dotted`` names in ``importer``'s own folder, or None."""
         directory = posixpath.dirname(importer)
-        if directory and directory not in self.packages:
+        if directory:
             for candidate in (f"{directory}/{dotted.replace('.', '/')}.py", f"{directory}/{dotted.replace('.', '/')}/__init__.py"):
                 if candidate in self.of:
                     return candidate
+        return None
+
+    def find(self, dotted: str, importer: str) -> str | None:
+        """Return the path of the module ``dotted`` names when ``importer`` imports it absolutely, or None."""
+        if posixpath.dirname(importer) not in self.packages and (found := self.sibling(dotted, importer)):
+            return found
         if dotted in self.full:
             return self.full[dotted]
         chained = self.anchored.get(dotted)
@@ -299,12 +307,12 @@ class Python(Family):
                 targets.append(self.names.node_id(found))
         if other_names and not level and names and "*" not in names and _namespace([*base, ""]) == len(base):
             # ``from google import genai``: what a namespace package holds are other distributions' modules.
-            targets.extend(self._module(graph, [*base, name], level, find) for name in names if find(".".join([*base, name])) is None)
+            targets.extend(self._module(graph, path, [*base, name], level, find) for name in names if find(".".join([*base, name])) is None)
         elif other_names or not targets:
-            targets.append(self._module(graph, base, level, find))
+            targets.append(self._module(graph, path, base, level, find))
         return targets
 
-    def _module(self, graph, base: list[str], level: int, find) -> str:
+    def _module(self, graph, importer: str, base: list[str], level: int, find) -> str:
         """Return the node of the longest in-repository prefix of ``base``, or what is outside the repository."""
         for end in range(len(base), 0, -1):
             found = find(".".join(base[:end]))
@@ -320,6 +328,10 @@ class Python(Family):
             return f"mod:py:{dotted}"
         if head in STDLIB:
             return graph.node(f"std:py:{head}", "stdlib", {"language": "python", "name": head})
+        if not declared and (found := self.names.sibling(head, importer)):
+            # A package's module run as a script imports its neighbours absolutely (sympy's generated ANTLR
+            # parser: ``from autolevparser import AutolevParser`` when ``__name__`` has no dot).
+            return self.names.node_id(found)
         dependency = f"dep:pypi:{declared or self._distribution(base)}"
         self.dependencies.imported.add(dependency)
         return dependency
