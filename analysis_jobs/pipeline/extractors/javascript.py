@@ -22,8 +22,9 @@ from .base import Extractor, first_syntax_error, http_target
 # binds is exported, and so is ``exports["name"] =``. 8: an import type with type arguments that are not a
 # lone name, or as an array's elements, parses (``import("./k").Kinds.Or<[A, B]>``, ``import("..").R[]``: bokeh's).
 # 9: a ``global { }`` augmentation inside ``declare module`` parses (@types/node's), and so does ``using`` as an
-# argument, a parameter or a callee (drizzle's ``using(using: string)``).
-VERSION = "9"
+# argument, a parameter or a callee (drizzle's ``using(using: string)``). 10: a call's first type argument may
+# query an import type (airflow's ``importOriginal<typeof import("openapi/queries")>()``).
+VERSION = "10"
 
 QUERIES = """
 (import_statement source: (string) @import)
@@ -109,6 +110,10 @@ EXPORT_TYPE_STAR = re.compile(rb"\bexport(\s+)type(\s*)\*(?:\s+as\s+([A-Za-z_$][
 IMPORT_TYPE_ARGUMENTS = re.compile(
     rb"(?<![\w$.])(?<!typeof )import(?=\s*\(\s*(?:\"[^\"\n]*\"|'[^'\n]*')\s*\)(?:\s*\.\s*[A-Za-z_$][\w$]*)+\s*[<[])"
 )
+# A call whose first type argument queries an import type (``importOriginal<typeof import("./api")>()``, as
+# Vitest's mocks are typed): tree-sitter-typescript 0.23 reads ``importOriginal < typeof import("./api")`` and
+# fails at ``>()``, but it reads ``keyof typeof import("./api")`` as a type.
+CALL_IMPORT_QUERY = re.compile(rb"(?<=<)(\s*)typeof(?=\s+import\s*\()")
 # A global augmentation inside an ambient module or namespace (``declare module "buffer" { global { ... } }``, as
 # @types/node writes it): tree-sitter-typescript 0.23 knows only ``declare global { ... }``.
 NESTED_GLOBAL = re.compile(rb"(?m)^([ \t]+)global(?=[ \t]*\{)")
@@ -133,8 +138,8 @@ def _parse(dialect: str, parser, data: bytes):
     - ``<in out K extends string>``, ``<in T = never>`` and ``<const T>``: the modifiers blanked;
     - ``export type * from "x"`` as ``export type {} from "x"``, and ``export type * as ns from "x"`` as
       ``export type {ns} from "x"``: the same type-only import of ``x``, and the same name exported;
-    - ``import("./o").O<T>`` and ``import("./o").O[]`` with ``typeof`` before them: the same type-only import
-      of ``./o``;
+    - ``import("./o").O<T>`` and ``import("./o").O[]`` with ``typeof`` before them, and ``f<typeof import("./o")>()``
+      with ``keyof`` before its type query: the same type-only import of ``./o``;
     - an indented ``global { ... }`` (a global augmentation in an ambient module) as ``declare global { ... }``;
     - ``using`` as an argument, a parameter or a callee (not the keyword) renamed ``usinG`` (JavaScript too);
     - a generic call signature on a line of its own (``<A, B>(f: (a: A) => B): C``) after a member the line
@@ -157,7 +162,7 @@ def _parse(dialect: str, parser, data: bytes):
     if b"type" in rewritten:
         rewritten = EXPORT_TYPE_STAR.sub(_export_type_star, rewritten)
     if b"import" in rewritten:
-        rewritten = IMPORT_TYPE_ARGUMENTS.sub(b"typeof import", rewritten)
+        rewritten = CALL_IMPORT_QUERY.sub(rb"\1keyof typeof", IMPORT_TYPE_ARGUMENTS.sub(b"typeof import", rewritten))
     if b"global" in rewritten:
         rewritten = NESTED_GLOBAL.sub(rb"\1declare global", rewritten)
     if dialect == "typescript" and b"\n" in rewritten:  # in TSX a line that opens with "<" is an element
