@@ -175,6 +175,11 @@ def test_typescript_that_the_grammar_does_not_know_parses_with_its_facts(tmp_pat
             "} = dual\n"
             "export const curried =\n  <E>(e: E) =>\n  <A>(a: A): [E, A] => [e, a]\n"  # the arrow's line break is no ";"
         ),
+        "mock.test.tsx": (  # airflow's Vitest mocks
+            'vi.mock("./o", async (importOriginal) => {\n'
+            '  const actual = await importOriginal<typeof import("./o")>();\n'
+            "  return { ...actual, Button: () => <b>x</b> };\n});\n"
+        ),
         "broken.ts": "export interface Bad<in T = > {}\n",  # still an error
     })
     result = analyse(root)
@@ -191,6 +196,9 @@ def test_typescript_that_the_grammar_does_not_know_parses_with_its_facts(tmp_pat
     ]
     assert result.nodes["sym:js:index.d.ts#schedule"]["attrs"] == {"declares": "function", "name": "schedule"}
     assert result.targets("mod:js:dual.ts", "exports") == ["sym:js:dual.ts#curried", "sym:js:dual.ts#map"]
+    assert [(edge["dst"], edge["attrs"]) for edge in result.edges_from("mod:js:mock.test.tsx", "imports")] == [
+        ("mod:js:o.ts", {"type_only": True}),
+    ]
 
 
 def test_a_reserved_word_may_be_an_exported_name(tmp_path):
@@ -438,3 +446,34 @@ def test_using_as_a_name_parses_and_its_exports_keep_it(tmp_path):
     assert result.targets("mod:js:indexes.d.ts", "exports") == ["sym:js:indexes.d.ts#IndexBuilder", "sym:js:indexes.d.ts#using"]
     assert result.targets("mod:js:run.js", "exports") == ["sym:js:run.js#apply", "sym:js:run.js#using"]
     assert result.targets("mod:js:run.js", "imports") == ["mod:js:using.js"]
+
+
+def test_an_alias_that_opens_no_file_leaves_the_import_to_the_packages(tmp_path):
+    # Airflow's UI: "*": ["./*"] covers every bare import, and TypeScript goes on to node_modules where it opens
+    # no file; "react" was a missing module of the repository.
+    root = write_tree(tmp_path / "ui", {
+        "package.json": '{"name": "ui", "dependencies": {"react": "^19", "@chakra-ui/react": "^3"}}\n',
+        "packages/icons/package.json": '{"name": "@acme/icons", "main": "index.ts"}\n',
+        "packages/icons/index.ts": "export const Arrow = 1;\n",
+        "tsconfig.json": '{"compilerOptions": {"paths": {"src/*": ["./src/*"], "*": ["./*"]}}}\n',
+        "src/api.ts": "export const api = 1;\n",
+        "utils/dates.ts": "export const today = 1;\n",
+        "src/page.tsx": (
+            'import React from "react";\n'
+            'import { Box } from "@chakra-ui/react";\n'
+            'import { Arrow } from "@acme/icons";\n'
+            'import path from "node:path";\n'
+            'import { api } from "src/api";\n'
+            'import { today } from "utils/dates";\n'
+            'import { gone } from "src/gone";\n'
+            'import { x } from "undeclared-lib";\n'
+        ),
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:src/page.tsx", "imports") == [
+        "dep:npm:@chakra-ui/react", "dep:npm:react", "mod:js:packages/icons/index.ts", "mod:js:src/api.ts",
+        "mod:js:src/gone", "mod:js:undeclared-lib", "mod:js:utils/dates.ts", "std:node:path",
+    ]
+    # what the repository does not say it depends on stays the alias's missing file, never an invented dependency
+    assert result.nodes["mod:js:undeclared-lib"]["attrs"]["missing"] is True
+    assert sorted(result.of_kind("dependency")) == ["dep:npm:@chakra-ui/react", "dep:npm:react"]

@@ -66,8 +66,9 @@ from .python import Python
 # 20: a compose service is ``built_from`` the Dockerfile its ``build`` names. 21: a go.mod's ``replace`` gives
 # the declares edge of the module it replaces ``replaced_by``. 22: an import that only a namespace folder of the
 # repository starts is the declared distribution of its name (ansible's ``packaging/`` scripts). 23: an absolute
-# import of a module beside the importer, that nothing else is, is that module (sympy's ANTLR parser).
-VERSION = "23"
+# import of a module beside the importer, that nothing else is, is that module (sympy's ANTLR parser). 24: a
+# ``paths`` alias that opens no file leaves the import to the packages (airflow's ``"*": ["./*"]``).
+VERSION = "24"
 
 
 class Linker:

@@ -2,7 +2,9 @@
 JavaScript and TypeScript: a module node per file, its imports matched to files or packages, its exports and calls.
 
 A bare import is the repository's own when a ``tsconfig.json`` ``paths`` alias covers it (the nearest config
-above the importing file) or when it names a workspace package (a ``package.json`` with that ``name``, whose
+above the importing file) and opens a file (when none, TypeScript goes on without the alias: a catch-all
+``"*": ["./*"]`` leaves ``react`` to the packages, and a package the repository neither declares nor locks is
+then the alias's missing file), or when it names a workspace package (a ``package.json`` with that ``name``, whose
 ``exports`` say which file each subpath opens); only what is neither becomes ``dep:npm:NAME``. An import of
 ``#name`` is one of Node's subpath imports: the ``imports`` of the nearest ``package.json`` map it to a file of
 that package (or to a package), and it is never a dependency of its own. An import of a file the build writes
@@ -147,16 +149,24 @@ class JavaScript(Family):
             base = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)) if not spec.startswith("/") else spec.lstrip("/")
             return self._file(graph, [base])
         aliased = self._aliased(path, spec)  # TypeScript maps every bare specifier through "paths" first, "#x" too
-        if aliased is not None:
-            return self._file(graph, aliased)
+        if aliased is None:
+            return self._bare(graph, path, spec)
+        # When no file the alias names exists, TypeScript goes on as if there were none ("*": ["./*"] covers
+        # "react"); then only what the repository knows it depends on is a package, else the alias's file is missing.
+        return self._existing(aliased) or self._bare(graph, path, spec, known=True) or self._missing(graph, aliased[0])
+
+    def _bare(self, graph, path: str, spec: str, *, known: bool = False) -> str | None:
+        """Return what a bare specifier (no ``paths`` alias applied) opens; given ``known``, None for a package
+        that is neither declared, locked, nor the workspace's, and for a module of the repository that is missing."""
         if spec.startswith("#"):
-            return self._subpath_import(graph, path, spec)
+            return None if known else self._subpath_import(graph, path, spec)
+        opened = self._existing if known else lambda stems: self._file(graph, stems)
         bare = spec[5:] if spec.startswith("node:") else spec
         head = bare.split("/", 1)[0]
         if head == SVELTEKIT_LIB or head in SVELTEKIT_MODULES:
             kit = _nearest(path, self.kits)
             if kit is not None and head == SVELTEKIT_LIB:
-                return self._file(graph, [posixpath.join(kit, "src/lib", bare[len(head):].lstrip("/")).rstrip("/")])
+                return opened([posixpath.join(kit, "src/lib", bare[len(head):].lstrip("/")).rstrip("/")])
             if kit is not None:
                 self.dependencies.imported.add("dep:npm:@sveltejs/kit")
                 return "dep:npm:@sveltejs/kit"
@@ -167,16 +177,22 @@ class JavaScript(Family):
             folder, entry, subpaths = self.packages[name]
             inside = bare[len(name):].lstrip("/")
             target = (exported(subpaths, "./" + inside) if inside else entry) or inside or "index"
-            return self._file(graph, [posixpath.normpath(posixpath.join(folder, target))])
+            return opened([posixpath.normpath(posixpath.join(folder, target))])
+        dependency = f"dep:npm:{name}"
+        if known and dependency not in self.dependencies.declared and dependency not in self.dependencies.locked:
+            return None
         if not NPM_NAME.fullmatch(name):  # a template's placeholder (require("{{name}}")) names no package
             return self._file(graph, [spec])
-        dependency = f"dep:npm:{name}"
         self.dependencies.imported.add(dependency)
         return dependency
 
     def _file(self, graph, stems: list[str]) -> str:
+        """Return the module of the first file a stem names, else a missing module (see ``_existing``)."""
+        return self._existing(stems) or self._missing(graph, stems[0] if stems else "")
+
+    def _existing(self, stems: list[str]) -> str | None:
         """Return the module of the first file a stem names (as Node and TypeScript try suffixes), else the one it
-        is built from, else the asset file it names, else a missing module."""
+        is built from, else the asset file it names; None when there is none."""
         for base in chain(stems, (source for stem in stems if (source := self._built_from(stem)))):  # sources lazily
             candidates = [base]
             if base.endswith((".js", ".jsx", ".mjs", ".cjs")):
@@ -191,7 +207,10 @@ class JavaScript(Family):
         for base in stems:
             if base in self.assets:
                 return f"file:{base}"
-        base = stems[0] if stems else ""
+        return None
+
+    @staticmethod
+    def _missing(graph, base: str) -> str:
         return graph.node(f"mod:js:{base}", "module", {"language": "javascript", "name": base, "missing": True})
 
     def _built_from(self, path: str) -> str | None:
@@ -214,8 +233,7 @@ class JavaScript(Family):
             return self._file(graph, [posixpath.normpath(posixpath.join(scope, target))])
         if target is not None and not target.startswith(("#", ".", "/")):
             return self._resolve(graph, path, target)  # "#dep": "dep-node-native": that package
-        missing = posixpath.join(scope, spec)
-        return graph.node(f"mod:js:{missing}", "module", {"language": "javascript", "name": missing, "missing": True})
+        return self._missing(graph, posixpath.join(scope, spec))
 
     def _aliased(self, path: str, spec: str) -> list[str] | None:
         """Return the stems the ``paths`` alias of the nearest tsconfig that covers ``spec`` maps it to (the alias
