@@ -80,14 +80,26 @@ NEWER_SYNTAX = (
     "match os.name:\n"
     "    case 'nt':\n"
     "        import ntpath\n"
+    # Home Assistant's: a default after a bound, on a long name, spanning lines
+    "class EventType[_DataT: Mapping[str, Any] = Mapping[str, Any]](str): ...\n"
+    "class ConfigEntry[_DataT = Any]:\n"
+    "    import json\n"
+    "class SetupFlow[  # pylint: disable=enforce-class-module\n    _M: (\n        Module\n    ) = Module,\n](FlowHandler): ...\n"
+    "type Alias[T = int] = list[T]  # a comment\n"
 )
 
 
 def test_newer_python_syntax_parses_on_any_worker(tmp_path):
     facts = extract_python(NEWER_SYNTAX.encode())
     assert "error" not in facts
-    assert [row[0] for row in facts["imports"]] == ["os", "ntpath"]
-    assert [(kind, name) for kind, name, *_ in facts["defs"]] == [("type", "Pair"), ("class", "Box"), ("function", "first")]
+    assert [(row[0], row[3]) for row in facts["imports"]] == [("os", 1), ("ntpath", 9), ("json", 12)]
+    assert [(kind, name, first, last) for kind, name, first, last in facts["defs"]] == [
+        ("type", "Pair", 2, 2), ("class", "Box", 3, 4), ("function", "first", 5, 6), ("class", "EventType", 10, 10),
+        ("class", "ConfigEntry", 11, 12), ("class", "SetupFlow", 13, 17), ("type", "Alias", 18, 18),
+    ]
+    # a real error in a type parameter list still is one
+    assert extract_python(b"class Bad[T = ]:\n    pass\n")["error"][1] == 1
+    assert extract_python(b"def bad[T: = int](): ...\n")["error"][1] == 1
 
 
 def test_a_starred_item_of_an_unparenthesised_tuple_parses():

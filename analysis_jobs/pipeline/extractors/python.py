@@ -27,8 +27,9 @@ import warnings
 
 from .base import Extractor, first_syntax_error, http_target
 
-# 3: pytest.importorskip and with suppress(ImportError) are optional imports; 4: ``a, *[b]`` parses
-VERSION = "4"
+# 3: pytest.importorskip and with suppress(ImportError) are optional imports; 4: ``a, *[b]`` parses. 5: a type
+# parameter's default parses after a bound and on a long name (Home Assistant's ``[_DataT: Mapping = Mapping]``).
+VERSION = "5"
 
 QUERIES = """
 (import_statement) @import
@@ -319,31 +320,48 @@ def _definitions(root) -> list:
     return defs
 
 
-TYPE_PARAMETER_DEFAULT = re.compile(rb"\*{0,2}\w+\s*=\s*\*?")
-
-
-def _is_type_parameter_default(node) -> bool:
-    """Whether an error node is ``T =`` in ``[T = int]``: a PEP 696 default (Python 3.13), which
-    tree-sitter-python 0.25 does not know yet and parses as an error followed by the default's type."""
-    return (
-        node.is_error and node.parent is not None and node.parent.type == "type_parameter"
-        and TYPE_PARAMETER_DEFAULT.fullmatch(node.text) is not None
-    )
-
-
+# A type parameter list (PEP 695) and the defaults in it (PEP 696, Python 3.13: ``class Box[T: Base = Base]``,
+# ``def f[T = int]``), which tree-sitter-python 0.25 does not know. No fact depends on a default.
+TYPE_PARAMETERS = re.compile(rb"(?<![\w.])(?:class|def|type)[ \t]+\w+[ \t]*\[")
 # A starred list, tuple or set in a tuple written without parentheses (``yield a, *[f(x) for x in y]``,
 # ``return a, *(b)``): valid since Python 3.5, and an error in tree-sitter-python 0.25, which knows ``*b`` there
-# and ``(a, *[b])``. No fact depends on the star: a file that failed to parse is parsed again with it blanked.
+# and ``(a, *[b])``. No fact depends on the star.
 STARRED_IN_TUPLE = re.compile(rb"(?:(?<=,)|(?<==)|(?<=\breturn)|(?<=\byield)|(?<=\bin))(\s*)\*(?=[\[({])")
 
 
+def _blank_type_parameter_defaults(data: bytes) -> bytes:
+    """Return ``data`` with each ``= default`` of a type parameter list blanked (its line breaks and comments
+    kept); an empty default (``[T = ]``) is left to be the error it is."""
+    blanked = bytearray(data)
+    for found in TYPE_PARAMETERS.finditer(data):
+        depth, default, at = 1, None, found.end()  # default: where the "=" of the parameter being read is
+        while at < len(data) and depth:
+            byte = data[at]
+            if byte == ord("#"):  # a comment (Home Assistant's "# pylint: disable=..."), to the line's end
+                comment_end = data.find(b"\n", at)
+                at = len(data) if comment_end < 0 else comment_end
+                continue
+            depth += (byte in b"[(") - (byte in b"])")
+            if depth == 1 and byte == ord("=") and default is None:
+                default = at
+            elif default is not None and (depth == 0 or depth == 1 and byte == ord(",")):
+                if data[default + 1 : at].strip():
+                    blanked[default:at] = re.sub(rb"[^\r\n]", b" ", data[default:at])
+                default = None
+            at += 1
+    return bytes(blanked)
+
+
 def _parse(parser, data: bytes):
-    """Return ``data``'s tree; where it failed to parse and holds a starred tuple item, the tree of ``data``
-    with those stars blanked (the same lines, the same facts)."""
+    """Return ``data``'s tree. Where it failed to parse, ``data`` is parsed again with the syntax
+    tree-sitter-python 0.25 does not know blanked, on the same lines and with the same facts: the defaults of
+    type parameters, and the stars of starred items in an unparenthesised tuple."""
     tree = parser.parse(data)
     if not tree.root_node.has_error:
         return tree
     rewritten = STARRED_IN_TUPLE.sub(rb"\1 ", data)
+    if b"[" in rewritten:
+        rewritten = _blank_type_parameter_defaults(rewritten)
     return parser.parse(rewritten) if rewritten != data else tree
 
 
@@ -408,7 +426,7 @@ def extract_python(data: bytes) -> dict:
     }
     if (line := _undecodable_line(data)) is not None:
         result["error"] = ["the source is not text in its declared encoding", line]
-    elif root.has_error and (error := first_syntax_error(root, _is_type_parameter_default)) is not None:
+    elif root.has_error and (error := first_syntax_error(root)) is not None:
         result["error"] = ["syntax error (the parser recovered what it could)", _line(error)]
     return result
 
