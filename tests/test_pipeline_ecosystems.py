@@ -368,3 +368,24 @@ def test_a_spec_left_to_the_workspace_or_the_parent_takes_its_range_from_there(t
         "dep:maven:org.slf4j:slf4j-api": {"spec": "${slf4j.version}", "scope": "compile"},  # defined by no pom here
         "dep:maven:com.google.guava:guava": {"spec": "", "scope": "compile"},  # managed by no parent here
     }
+
+
+def test_a_home_assistant_integrations_manifest_declares_its_requirements(tmp_path):
+    # Home Assistant's shape (and every custom integration's): components/<domain>/manifest.json
+    root = write_tree(tmp_path / "r", {
+        "custom_components/hue/manifest.json": (
+            '{\n  "domain": "hue",\n  "name": "Philips Hue",\n  "requirements": [\n'
+            '    "aiohue==4.7.1",\n    "PyYAML>=6"\n  ],\n  "version": "1.0.0"\n}\n'
+        ),
+        "custom_components/hue/__init__.py": "import aiohue\nimport yaml\nimport bleak\n",
+        "web/manifest.json": '{"name": "App", "icons": [], "requirements": ["not-a-dependency"]}\n',  # a web app's
+        "extension/manifest.json": '{"manifest_version": 3, "name": "Extension"}\n',
+    })
+    result = analyse(root)
+    assert declared(result, "custom_components/hue/manifest.json") == {
+        "dep:pypi:aiohue": ("==4.7.1", "main", 5), "dep:pypi:pyyaml": (">=6", "main", 6),
+    }
+    assert declared(result, "web/manifest.json") == {} and declared(result, "extension/manifest.json") == {}
+    assert result.targets("mod:py:custom_components.hue", "imports") == ["dep:pypi:aiohue", "dep:pypi:bleak", "dep:pypi:pyyaml"]
+    undeclared = {node_id for node_id, node in result.of_kind("dependency").items() if not node["attrs"]["declared"]}
+    assert undeclared == {"dep:pypi:bleak"}

@@ -18,7 +18,7 @@ from .ecosystems import (
 from .iac import COMPOSE, DOCKERFILE, TERRAFORM
 from .javascript import JAVASCRIPT, TSX, TYPESCRIPT
 from .manifests import (
-    PACKAGE_JSON, PACKAGE_LOCK, PIPFILE, PIPFILE_LOCK, PNPM_LOCK, PNPM_WORKSPACE, POETRY_LOCK, PYPROJECT, REQUIREMENTS,
+    INTEGRATION_MANIFEST, PACKAGE_JSON, PACKAGE_LOCK, PIPFILE, PIPFILE_LOCK, PNPM_LOCK, PNPM_WORKSPACE, POETRY_LOCK, PYPROJECT, REQUIREMENTS,
     SETUP_CFG, TSCONFIG, UV_LOCK, YARN_LOCK,
 )
 from .platforms import ACTION, HELM_CHART, KUBERNETES, TERRAFORM_LOCK, WORKFLOW
@@ -27,7 +27,7 @@ from .python import PYTHON
 # The manifests and lockfiles: their facts are ``declared`` and ``locked`` rows, which the linker reads before
 # any file is linked (what a project declares decides what its imports resolve to).
 MANIFESTS = (
-    REQUIREMENTS, PYPROJECT, SETUP_CFG, SETUP_PY, PIPFILE, PIPFILE_LOCK, POETRY_LOCK, UV_LOCK, PACKAGE_JSON,
+    REQUIREMENTS, PYPROJECT, SETUP_CFG, SETUP_PY, INTEGRATION_MANIFEST, PIPFILE, PIPFILE_LOCK, POETRY_LOCK, UV_LOCK, PACKAGE_JSON,
     PACKAGE_LOCK, YARN_LOCK, PNPM_LOCK, GO_MOD, GO_SUM, CARGO_TOML, CARGO_LOCK, POM, GRADLE_CATALOG, CSPROJ,
     NUGET_LOCK, COMPOSER_JSON, COMPOSER_LOCK, GEMFILE_LOCK,
 )
@@ -42,6 +42,7 @@ BY_KEY = {extractor.key: extractor for extractor in ALL}
 BY_NAME = {
     "pyproject.toml": PYPROJECT,
     "setup.cfg": SETUP_CFG,
+    "manifest.json": INTEGRATION_MANIFEST,  # a Home Assistant integration's requirements
     "Pipfile": PIPFILE,
     "Pipfile.lock": PIPFILE_LOCK,
     "poetry.lock": POETRY_LOCK,

@@ -174,6 +174,16 @@ def extract_setup_cfg(data: bytes) -> dict:
     return {"declared": declared, "locked": [], "provides": [["pypi", pypi_name(name)]] if name else []}
 
 
+def extract_integration_manifest(data: bytes) -> dict:
+    """A Home Assistant integration's ``manifest.json``: the PEP 508 ``requirements`` it installs, beside its
+    ``domain``. Any other ``manifest.json`` (a web app's, a browser extension's) declares nothing."""
+    text = decode(data)
+    document, lines, declared = json.loads(text), Lines(text), []
+    if isinstance(document, dict) and isinstance(document.get("domain"), str) and isinstance(document.get("requirements"), list):
+        _pep508_list(document["requirements"], "main", lines, declared)
+    return {"declared": declared, "locked": []}
+
+
 def extract_pipfile(data: bytes) -> dict:
     text = decode(data)
     document = tomllib.loads(text)
@@ -499,6 +509,7 @@ REQUIREMENTS = Extractor("requirements", VERSION, extract_requirements)
 # 5: the requirements files the build reads its dependencies from
 PYPROJECT = Extractor("pyproject", "5", extract_pyproject)
 SETUP_CFG = Extractor("setup.cfg", "2", extract_setup_cfg)  # 2: provides
+INTEGRATION_MANIFEST = Extractor("integration-manifest", "1", extract_integration_manifest)
 PIPFILE = Extractor("pipfile", POSITIONS, extract_pipfile)
 PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
 POETRY_LOCK = Extractor("poetry.lock", "3", extract_poetry_lock)  # 3: no package from a local folder
