@@ -477,3 +477,24 @@ def test_an_alias_that_opens_no_file_leaves_the_import_to_the_packages(tmp_path)
     # what the repository does not say it depends on stays the alias's missing file, never an invented dependency
     assert result.nodes["mod:js:undeclared-lib"]["attrs"]["missing"] is True
     assert sorted(result.of_kind("dependency")) == ["dep:npm:@chakra-ui/react", "dep:npm:react"]
+
+
+def test_types_imported_from_an_undeclared_package_are_its_declared_types_package(tmp_path):
+    # eslint's lib/types/index.d.ts imports "estree", and eslint declares @types/estree.
+    root = write_tree(tmp_path / "lib", {
+        "package.json": (
+            '{"name": "lib", "dependencies": {"@types/estree": "^1", "@types/babel__core": "^7", "@types/react": "^19",'
+            ' "react": "^19"}}\n'
+        ),
+        "types/index.d.ts": 'import * as ESTree from "estree";\nimport { Lodash } from "lodash";\n',
+        "src/visit.ts": (
+            'import type { TransformOptions } from "@babel/core";\n'
+            'import type { FC } from "react";\n'
+            'import { parse } from "estree";\n'  # a value import needs the package itself
+        ),
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:types/index.d.ts", "imports") == ["dep:npm:@types/estree", "dep:npm:lodash"]
+    assert result.targets("mod:js:src/visit.ts", "imports") == [
+        "dep:npm:@types/babel__core", "dep:npm:estree", "dep:npm:react",
+    ]

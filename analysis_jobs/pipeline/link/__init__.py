@@ -67,8 +67,9 @@ from .python import Python
 # the declares edge of the module it replaces ``replaced_by``. 22: an import that only a namespace folder of the
 # repository starts is the declared distribution of its name (ansible's ``packaging/`` scripts). 23: an absolute
 # import of a module beside the importer, that nothing else is, is that module (sympy's ANTLR parser). 24: a
-# ``paths`` alias that opens no file leaves the import to the packages (airflow's ``"*": ["./*"]``).
-VERSION = "24"
+# ``paths`` alias that opens no file leaves the import to the packages (airflow's ``"*": ["./*"]``). 25: types
+# imported from an undeclared package come from its declared ``@types`` package (eslint's ``estree``).
+VERSION = "25"
 
 
 class Linker:

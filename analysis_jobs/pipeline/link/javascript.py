@@ -11,7 +11,8 @@ that package (or to a package), and it is never a dependency of its own. An impo
 and the tree does not hold (a workspace package whose ``main`` is ``lib/index.js``) goes to the source the build
 writes it from, where a tsconfig's ``outDir`` and ``rootDir`` say which (``src/index.ts``). In a SvelteKit
 project (the folder of a ``svelte.config.js``), ``$lib`` is its ``src/lib`` and ``$app``, ``$env`` and
-``$service-worker`` are modules of ``@sveltejs/kit``. A query (Vite's ``./theme.css?raw``) opens the file
+``$service-worker`` are modules of ``@sveltejs/kit``. Types imported from a package the repository does not
+declare (a type-only import, or any import of a ``.d.ts``) come from the ``@types`` package it declares, if any. A query (Vite's ``./theme.css?raw``) opens the file
 without it. A relative import of a file that is not a script (``./data.json``,
 ``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that file's node.
 """
@@ -34,6 +35,7 @@ NPM_NAME = re.compile(r"(@[\w.!~*'()-]+/)?[\w.!~*'()-]+", re.ASCII)
 # SvelteKit's modules: its project's own ``src/lib``, and the ones the kit itself provides.
 SVELTEKIT_LIB = "$lib"
 SVELTEKIT_MODULES = frozenset(("$app", "$env", "$service-worker"))
+DECLARATION_SUFFIXES = (".d.ts", ".d.mts", ".d.cts")
 BUILT_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx")  # what tsc writes, declarations first
 SCRIPT_EXTRACTORS = frozenset(("javascript", "typescript", "tsx"))
 # The files besides scripts that an import may load: JSON (Node), styles, images, fonts and other assets, and the
@@ -133,31 +135,37 @@ class JavaScript(Family):
         module_id = f"mod:js:{record.path}"
         # The language of the suffix, which is also the extractor's (.js, .jsx: javascript; .ts, .tsx: typescript).
         graph.node(module_id, "module", {"language": record.language, "name": record.path}, whole_file(record))
+        declarations = record.path.endswith(DECLARATION_SUFFIXES)
         for spec, _how, line, *how in facts.get("imports", ()):
             if spec:
                 attrs = {kind: True for kind in how[0]} if how and how[0] else None
-                graph.edge(module_id, "imports", self._resolve(graph, record.path, spec), attrs, evidence(record, line))
+                types = declarations or bool(attrs and attrs.get("type_only"))
+                graph.edge(module_id, "imports", self._resolve(graph, record.path, spec, types), attrs, evidence(record, line))
         for name, declares, first, last in facts.get("exports", ()):
             symbol = graph.node(f"sym:js:{record.path}#{name}", "export", {"name": name, "declares": declares},
                                 evidence(record, first, last))
             graph.edge(module_id, "exports", symbol)
         service_calls(graph, module_id, record, facts)
 
-    def _resolve(self, graph, path: str, spec: str) -> str:
+    def _resolve(self, graph, path: str, spec: str, types: bool = False) -> str:
         spec = spec.partition("?")[0] or spec  # "./theme.css?raw": the file, whatever the bundler makes of it
         if spec.startswith((".", "/")):
             base = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)) if not spec.startswith("/") else spec.lstrip("/")
             return self._file(graph, [base])
         aliased = self._aliased(path, spec)  # TypeScript maps every bare specifier through "paths" first, "#x" too
         if aliased is None:
-            return self._bare(graph, path, spec)
+            return self._bare(graph, path, spec, types)
         # When no file the alias names exists, TypeScript goes on as if there were none ("*": ["./*"] covers
         # "react"); then only what the repository knows it depends on is a package, else the alias's file is missing.
-        return self._existing(aliased) or self._bare(graph, path, spec, known=True) or self._missing(graph, aliased[0])
+        return self._existing(aliased) or self._bare(graph, path, spec, types, known=True) or self._missing(graph, aliased[0])
 
-    def _bare(self, graph, path: str, spec: str, *, known: bool = False) -> str | None:
+    def _bare(self, graph, path: str, spec: str, types: bool, *, known: bool = False) -> str | None:
         """Return what a bare specifier (no ``paths`` alias applied) opens; given ``known``, None for a package
-        that is neither declared, locked, nor the workspace's, and for a module of the repository that is missing."""
+        that is neither declared, locked, nor the workspace's, and for a module of the repository that is missing.
+
+        Where only types are imported (``types``: a type-only import, or any import of a declaration file), a
+        package the repository does not know is the ``@types`` one it declares or locks, as TypeScript finds it:
+        ``estree`` is ``@types/estree``, ``@babel/core`` is ``@types/babel__core``."""
         if spec.startswith("#"):
             return None if known else self._subpath_import(graph, path, spec)
         opened = self._existing if known else lambda stems: self._file(graph, stems)
@@ -179,12 +187,18 @@ class JavaScript(Family):
             target = (exported(subpaths, "./" + inside) if inside else entry) or inside or "index"
             return opened([posixpath.normpath(posixpath.join(folder, target))])
         dependency = f"dep:npm:{name}"
-        if known and dependency not in self.dependencies.declared and dependency not in self.dependencies.locked:
+        if types and not self._known(dependency) and self._known(typings := f"dep:npm:@types/{name.lstrip('@').replace('/', '__')}"):
+            dependency = typings
+        if known and not self._known(dependency):
             return None
         if not NPM_NAME.fullmatch(name):  # a template's placeholder (require("{{name}}")) names no package
             return self._file(graph, [spec])
         self.dependencies.imported.add(dependency)
         return dependency
+
+    def _known(self, dependency: str) -> bool:
+        """Whether the repository declares or locks ``dependency``."""
+        return dependency in self.dependencies.declared or dependency in self.dependencies.locked
 
     def _file(self, graph, stems: list[str]) -> str:
         """Return the module of the first file a stem names, else a missing module (see ``_existing``)."""
