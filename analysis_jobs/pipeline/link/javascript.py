@@ -12,9 +12,10 @@ and the tree does not hold (a workspace package whose ``main`` is ``lib/index.js
 writes it from, where a tsconfig's ``outDir`` and ``rootDir`` say which (``src/index.ts``). In a SvelteKit
 project (the folder of a ``svelte.config.js``), ``$lib`` is its ``src/lib`` and ``$app``, ``$env`` and
 ``$service-worker`` are modules of ``@sveltejs/kit``. Types imported from a package the repository does not
-declare (a type-only import, or any import of a ``.d.ts``) come from the ``@types`` package it declares, if any. A query (Vite's ``./theme.css?raw``) opens the file
-without it. A relative import of a file that is not a script (``./data.json``,
-``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that file's node.
+declare (a type-only import, or any import of a ``.d.ts``) come from the ``@types`` package it declares, if any.
+A query (Vite's ``./theme.css?raw``) opens the file without it. A relative import of a file that is not a script
+(``./data.json``, ``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that
+file's node.
 """
 
 import posixpath
