@@ -142,6 +142,8 @@ def test_the_graph_does_not_depend_on_the_interpreter(tmp_path, monkeypatch):
     ("oauth2_provider", "django-oauth-toolkit"), ("cv2", "opencv-python-headless"),
     # dagster's
     ("upath", "universal_pathlib"), ("antlr4", "antlr4-python3-runtime"), ("grpc_health.v1", "grpcio-health-checking"),
+    # superset's: an Apache project's distribution
+    ("superset_core", "apache-superset-core"),
 ])
 def test_an_import_name_maps_to_its_declared_distribution(tmp_path, imported, declared):
     root = write_tree(tmp_path / "r", {"requirements.txt": f"{declared}==1.0\n", "app.py": f"import {imported}\n"})

@@ -68,8 +68,9 @@ from .python import Python
 # repository starts is the declared distribution of its name (ansible's ``packaging/`` scripts). 23: an absolute
 # import of a module beside the importer, that nothing else is, is that module (sympy's ANTLR parser). 24: a
 # ``paths`` alias that opens no file leaves the import to the packages (airflow's ``"*": ["./*"]``). 25: types
-# imported from an undeclared package come from its declared ``@types`` package (eslint's ``estree``).
-VERSION = "25"
+# imported from an undeclared package come from its declared ``@types`` package (eslint's ``estree``). 26: an
+# ``apache-`` distribution is imported without the prefix (superset's ``apache-superset-core``).
+VERSION = "26"
 
 
 class Linker:

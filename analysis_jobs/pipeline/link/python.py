@@ -90,8 +90,9 @@ NAMESPACE_HEADS = frozenset({
     "google", "google.cloud", "azure", "azure.ai", "azure.keyvault", "azure.mgmt", "azure.monitor", "azure.search",
     "azure.storage", "opentelemetry", "opentelemetry.exporter", "opentelemetry.instrumentation",
 })
-# How a distribution's name is made from its import name: ``django-`` + ``taggit``, ``graphql`` + ``-core``.
-DISTRIBUTION_PREFIXES = ("python-", "django-", "flask-", "py-", "py")
+# How a distribution's name is made from its import name: ``django-`` + ``taggit``, ``graphql`` + ``-core``,
+# ``apache-`` + ``superset-core``.
+DISTRIBUTION_PREFIXES = ("python-", "django-", "flask-", "py-", "py", "apache-")
 DISTRIBUTION_SUFFIXES = ("-core", "-python", "-py", "-binary", "-client")
 PACKAGE_FILES = ("__init__.py", "__init__.pyi")
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "manage.py")
