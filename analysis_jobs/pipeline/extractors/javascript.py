@@ -23,7 +23,8 @@ from .base import Extractor, first_syntax_error, http_target
 # lone name, or as an array's elements, parses (``import("./k").Kinds.Or<[A, B]>``, ``import("..").R[]``: bokeh's).
 # 9: a ``global { }`` augmentation inside ``declare module`` parses (@types/node's), and so does ``using`` as an
 # argument, a parameter or a callee (drizzle's ``using(using: string)``). 10: a call's first type argument may
-# query an import type (airflow's ``importOriginal<typeof import("openapi/queries")>()``).
+# query an import type (airflow's ``importOriginal<typeof import("openapi/queries")>()``), and a parameter's object
+# pattern may end in a name on its own line (MUI's declaration files).
 VERSION = "10"
 
 QUERIES = """
@@ -114,6 +115,10 @@ IMPORT_TYPE_ARGUMENTS = re.compile(
 # Vitest's mocks are typed): tree-sitter-typescript 0.23 reads ``importOriginal < typeof import("./api")`` and
 # fails at ``>()``, but it reads ``keyof typeof import("./api")`` as a type.
 CALL_IMPORT_QUERY = re.compile(rb"(?<=<)(\s*)typeof(?=\s+import\s*\()")
+# A parameter's object pattern whose last name stands on a line of its own before ``}:`` (tsc's declaration emit
+# of MUI's ``({\n  index\n}: {...}) => ...``): tree-sitter-typescript 0.23 takes it for an object type. It knows the
+# pattern with a trailing comma.
+SHORTHAND_BEFORE_BRACE = re.compile(rb"(?m)^([ \t]*[A-Za-z_$][\w$]*)(?=[ \t]*\r?\n[ \t]*\}[ \t]*:)")
 # A global augmentation inside an ambient module or namespace (``declare module "buffer" { global { ... } }``, as
 # @types/node writes it): tree-sitter-typescript 0.23 knows only ``declare global { ... }``.
 NESTED_GLOBAL = re.compile(rb"(?m)^([ \t]+)global(?=[ \t]*\{)")
@@ -141,6 +146,7 @@ def _parse(dialect: str, parser, data: bytes):
     - ``import("./o").O<T>`` and ``import("./o").O[]`` with ``typeof`` before them, and ``f<typeof import("./o")>()``
       with ``keyof`` before its type query: the same type-only import of ``./o``;
     - an indented ``global { ... }`` (a global augmentation in an ambient module) as ``declare global { ... }``;
+    - a parameter's object pattern ending in a name on its own line before ``}:``: a comma after the name;
     - ``using`` as an argument, a parameter or a callee (not the keyword) renamed ``usinG`` (JavaScript too);
     - a generic call signature on a line of its own (``<A, B>(f: (a: A) => B): C``) after a member the line
       break ends: a ``;`` put after that member, where the line break stands for one (TypeScript, not TSX).
@@ -165,6 +171,8 @@ def _parse(dialect: str, parser, data: bytes):
         rewritten = CALL_IMPORT_QUERY.sub(rb"\1keyof typeof", IMPORT_TYPE_ARGUMENTS.sub(b"typeof import", rewritten))
     if b"global" in rewritten:
         rewritten = NESTED_GLOBAL.sub(rb"\1declare global", rewritten)
+    if b"}" in rewritten:
+        rewritten = SHORTHAND_BEFORE_BRACE.sub(rb"\1,", rewritten)
     if dialect == "typescript" and b"\n" in rewritten:  # in TSX a line that opens with "<" is an element
         rewritten = GENERIC_SIGNATURE.sub(rb"\1;\2", rewritten)
     return parser.parse(rewritten) if rewritten != data else tree
