@@ -180,6 +180,10 @@ def test_typescript_that_the_grammar_does_not_know_parses_with_its_facts(tmp_pat
             '  const actual = await importOriginal<typeof import("./o")>();\n'
             "  return { ...actual, Button: () => <b>x</b> };\n});\n"
         ),
+        "tags.d.ts": (  # MUI's Autocomplete.d.ts
+            "export type GetTagProps = ({\n  index\n}: {\n  index: number;\n}) => {\n  key: number;\n};\n"
+            "export declare function useTags(): void;\n"
+        ),
         "broken.ts": "export interface Bad<in T = > {}\n",  # still an error
     })
     result = analyse(root)
@@ -196,6 +200,7 @@ def test_typescript_that_the_grammar_does_not_know_parses_with_its_facts(tmp_pat
     ]
     assert result.nodes["sym:js:index.d.ts#schedule"]["attrs"] == {"declares": "function", "name": "schedule"}
     assert result.targets("mod:js:dual.ts", "exports") == ["sym:js:dual.ts#curried", "sym:js:dual.ts#map"]
+    assert result.targets("mod:js:tags.d.ts", "exports") == ["sym:js:tags.d.ts#GetTagProps", "sym:js:tags.d.ts#useTags"]
     assert [(edge["dst"], edge["attrs"]) for edge in result.edges_from("mod:js:mock.test.tsx", "imports")] == [
         ("mod:js:o.ts", {"type_only": True}),
     ]
@@ -498,3 +503,24 @@ def test_types_imported_from_an_undeclared_package_are_its_declared_types_packag
     assert result.targets("mod:js:src/visit.ts", "imports") == [
         "dep:npm:@types/babel__core", "dep:npm:estree", "dep:npm:react",
     ]
+
+
+def test_a_package_named_by_npm_or_a_cdn_url_is_that_package(tmp_path):
+    # three's examples import from jsDelivr; Deno and Bun write npm:name@version.
+    root = write_tree(tmp_path / "app", {
+        "package.json": '{"name": "app", "dependencies": {"three": "^0.180"}}\n',
+        "main.js": (
+            "import MP4Box from 'https://cdn.jsdelivr.net/npm/mp4box@2.3.0/+esm';\n"
+            "import { html } from 'https://esm.sh/lit@3/html';\n"
+            "import { ref } from 'https://unpkg.com/@vue/reactivity@3.5.0/dist/reactivity.esm-browser.js';\n"
+            "import * as THREE from 'npm:three@0.180';\n"
+            "import chalk from 'npm:chalk';\n"
+            "import { join } from 'https://deno.land/std@0.200.0/path/mod.ts';\n"
+        ),
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:main.js", "imports") == [
+        "dep:npm:@vue/reactivity", "dep:npm:chalk", "dep:npm:lit", "dep:npm:mp4box", "dep:npm:three",
+        "mod:js:https://deno.land/std@0.200.0/path/mod.ts",  # no npm package: a module the tree does not hold
+    ]
+    assert result.nodes["dep:npm:three"]["attrs"]["declared"] is True

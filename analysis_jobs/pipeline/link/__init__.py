@@ -69,8 +69,9 @@ from .python import Python
 # import of a module beside the importer, that nothing else is, is that module (sympy's ANTLR parser). 24: a
 # ``paths`` alias that opens no file leaves the import to the packages (airflow's ``"*": ["./*"]``). 25: types
 # imported from an undeclared package come from its declared ``@types`` package (eslint's ``estree``). 26: an
-# ``apache-`` distribution is imported without the prefix (superset's ``apache-superset-core``).
-VERSION = "26"
+# ``apache-`` distribution is imported without the prefix (superset's ``apache-superset-core``). 27: ``npm:x`` and
+# a CDN's URL of an npm package are that package (three's examples).
+VERSION = "27"
 
 
 class Linker:

@@ -13,7 +13,8 @@ writes it from, where a tsconfig's ``outDir`` and ``rootDir`` say which (``src/i
 project (the folder of a ``svelte.config.js``), ``$lib`` is its ``src/lib`` and ``$app``, ``$env`` and
 ``$service-worker`` are modules of ``@sveltejs/kit``. Types imported from a package the repository does not
 declare (a type-only import, or any import of a ``.d.ts``) come from the ``@types`` package it declares, if any.
-A query (Vite's ``./theme.css?raw``) opens the file without it. A relative import of a file that is not a script
+A package named by ``npm:react@19`` (Deno's, Bun's) or by its URL on a CDN that serves npm's packages is that
+package. A query (Vite's ``./theme.css?raw``) opens the file without it. A relative import of a file that is not a script
 (``./data.json``, ``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that
 file's node.
 """
@@ -33,6 +34,12 @@ NODE_BUILTINS = frozenset(
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".d.ts", ".d.mts", ".d.cts")
 # What npm accepts in a package's name (and its scope): the characters a URL keeps as they are.
 NPM_NAME = re.compile(r"(@[\w.!~*'()-]+/)?[\w.!~*'()-]+", re.ASCII)
+# A package of npm's named by Deno's and Bun's ``npm:react@19``, or by the URL of a CDN that serves npm's packages
+# (``https://cdn.jsdelivr.net/npm/mp4box@2.3.0/+esm`` in three's examples, ``https://esm.sh/react@19``).
+NPM_URL = re.compile(
+    r"(?:npm:|https?://(?:cdn\.jsdelivr\.net/npm/|unpkg\.com/|esm\.sh/|cdn\.skypack\.dev/|ga\.jspm\.io/npm:))"
+    r"((?:@[^/@]+/)?[^/@?#]+)"
+)
 # SvelteKit's modules: its project's own ``src/lib``, and the ones the kit itself provides.
 SVELTEKIT_LIB = "$lib"
 SVELTEKIT_MODULES = frozenset(("$app", "$env", "$service-worker"))
@@ -169,6 +176,8 @@ class JavaScript(Family):
         ``estree`` is ``@types/estree``, ``@babel/core`` is ``@types/babel__core``."""
         if spec.startswith("#"):
             return None if known else self._subpath_import(graph, path, spec)
+        if spec.startswith(("npm:", "http")) and (on_npm := NPM_URL.match(spec)):
+            spec = on_npm[1]
         opened = self._existing if known else lambda stems: self._file(graph, stems)
         bare = spec[5:] if spec.startswith("node:") else spec
         head = bare.split("/", 1)[0]
