@@ -509,6 +509,7 @@ def test_a_package_named_by_npm_or_a_cdn_url_is_that_package(tmp_path):
     # three's examples import from jsDelivr; Deno and Bun write npm:name@version.
     root = write_tree(tmp_path / "app", {
         "package.json": '{"name": "app", "dependencies": {"three": "^0.180"}}\n',
+        "tsconfig.json": '{"compilerOptions": {"paths": {"*": ["./src/*"]}}}\n',  # never maps a URL
         "main.js": (
             "import MP4Box from 'https://cdn.jsdelivr.net/npm/mp4box@2.3.0/+esm';\n"
             "import { html } from 'https://esm.sh/lit@3/html';\n"

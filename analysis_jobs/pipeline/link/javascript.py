@@ -160,7 +160,8 @@ class JavaScript(Family):
         if spec.startswith((".", "/")):
             base = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)) if not spec.startswith("/") else spec.lstrip("/")
             return self._file(graph, [base])
-        aliased = self._aliased(path, spec)  # TypeScript maps every bare specifier through "paths" first, "#x" too
+        aliased = None if "://" in spec or spec.startswith("npm:") else self._aliased(path, spec)  # a URL is no path
+        # TypeScript maps every other bare specifier through "paths" first, "#x" too.
         if aliased is None:
             return self._bare(graph, path, spec, types)
         # When no file the alias names exists, TypeScript goes on as if there were none ("*": ["./*"] covers
