@@ -7,7 +7,10 @@ workspace with a tsconfig alias and subpath exports, variance modifiers, ``expor
 nested tsconfig aliases, a subpath import (``#theme``), a workspace package whose entry the build writes, a pnpm
 catalog, a lockfile's path dependency, every ecosystem's manifest (a Cargo dependency written as a table, one
 taken from the workspace, a gem from git), a Dockerfile ARG, a compose service built from it, CI, Kubernetes,
-Terraform), analysed once, its facts compared exactly: a fact gained or lost anywhere fails here.
+Terraform, a folder of scripts named as a declared distribution, a package's module importing its neighbour as
+a script does, a type parameter's default after a bound, a Home Assistant integration's manifest, a catch-all
+``paths`` alias, types from a declared ``@types`` package, a package from a CDN), analysed once, its facts
+compared exactly: a fact gained or lost anywhere fails here.
 """
 
 import pytest
@@ -16,7 +19,13 @@ from tests.pipeline_support import analyse, write_tree
 
 CORPUS = {
     # Python: a src layout with a namespace package, from-imports of submodules, stubs, import kinds
-    "pyproject.toml": '[project]\nname = "shop"\ndependencies = ["django-taggit>=5", "PyYAML", "httpx"]\n',
+    "pyproject.toml": '[project]\nname = "shop"\ndependencies = ["django-taggit>=5", "PyYAML", "httpx", "packaging"]\n',
+    "packaging/release.py": "from packaging.version import Version\n",  # scripts, beside the declared packaging
+    "src/shop/grammar/__init__.py": "",
+    "src/shop/grammar/lexer.py": "",
+    "src/shop/grammar/listener.py": "from lexer import Lexer\n",  # run as a script too
+    "custom_components/hue/manifest.json": '{"domain": "hue", "requirements": ["aiohue==4.7.1"]}\n',
+    "custom_components/hue/__init__.py": "import aiohue\n",
     "src/shop/__init__.py": "",
     "src/shop/models.py": "import taggit\nfrom shop.util import a, b\n",
     "src/shop/util/__init__.py": "HELPER = 1\n",
@@ -37,11 +46,15 @@ CORPUS = {
     "stubs/shop_ext/__init__.pyi": "from _typeshed import StrPath\n",
     "tests/conftest.py": "import pytest\n",
     "tests/api/conftest.py": "import pytest\nnp = pytest.importorskip('numpy')\n",
-    "tools/gen.py": "type Pair[T = int] = tuple[T, T]\nfrom google import genai\n",
+    "tools/gen.py": "type Pair[T = int] = tuple[T, T]\nfrom google import genai\nclass Box[T: int = int]: ...\n",
     # JavaScript/TypeScript: a workspace package, a tsconfig alias, type-only and dynamic imports, fetch
-    "web/package.json": '{"name": "web", "dependencies": {"@acme/ui": "workspace:*", "react": "catalog:"}}\n',
+    "web/package.json": (
+        '{"name": "web", "dependencies": {"@acme/ui": "workspace:*", "react": "catalog:"},'
+        ' "devDependencies": {"@types/estree": "^1"}}\n'
+    ),
     "pnpm-workspace.yaml": "packages:\n  - web\n  - packages/*\ncatalog:\n  react: ^18\n",
-    "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"], "@/env/*": ["config/*"]}},\n}\n',
+    "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"], "@/env/*": ["config/*"], "*": ["src/*"]}},\n}\n',
+    "web/src/walk.d.ts": 'import { Node } from "estree";\n',
     "web/config/env.ts": "export const { API_URL, ...others } = process.env;\n",  # a destructuring export
     "web/src/api.ts": (
         "export interface Reader<out T> { read(): T }\nexport interface Cache<in out K, out V = never> {}\n"
@@ -52,6 +65,7 @@ CORPUS = {
         'import type { Reader } from "@/api";\nimport { Button } from "@acme/ui";\nimport { Card } from "@acme/ui/card";\nimport React from "react";\nimport "./app.css";\n'
         'import { kit } from "@acme/kit";\n'
         'import { API_URL } from "@/env/env";\nconst later = import("./later");\nfetch("https://api.example.com/orders", { method: "PUT" });\n'
+        'import confetti from "https://cdn.jsdelivr.net/npm/canvas-confetti@1.9.3/+esm";\n'
     ),
     "web/src/later.ts": 'import fs = require("fs");\nexport * as api from "./api";\nexport default 1;\n',
     "packages/ui/package.json": (
@@ -109,6 +123,15 @@ EXPECTED_EDGES = [
     ('file:php/composer.json', 'declares', 'dep:composer:monolog/monolog', {'scope': 'main', 'spec': '^3.0'}),
     ('file:pyproject.toml', 'declares', 'dep:pypi:django-taggit', {'scope': 'main', 'spec': '>=5'}),
     ('file:pyproject.toml', 'declares', 'dep:pypi:httpx', {'scope': 'main', 'spec': ''}),
+    ('file:pyproject.toml', 'declares', 'dep:pypi:packaging', {'scope': 'main', 'spec': ''}),
+    ('mod:py:packaging.release', 'imports', 'dep:pypi:packaging', {}),
+    ('mod:py:shop.grammar.listener', 'imports', 'mod:py:shop.grammar.lexer', {}),
+    ('file:custom_components/hue/manifest.json', 'declares', 'dep:pypi:aiohue', {'scope': 'main', 'spec': '==4.7.1'}),
+    ('mod:py:custom_components.hue', 'imports', 'dep:pypi:aiohue', {}),
+    ('mod:py:tools.gen', 'defines', 'sym:py:tools.gen.Box', {}),
+    ('file:web/package.json', 'declares', 'dep:npm:@types/estree', {'scope': 'dev', 'spec': '^1'}),
+    ('mod:js:web/src/walk.d.ts', 'imports', 'dep:npm:@types/estree', {}),
+    ('mod:js:web/src/app.tsx', 'imports', 'dep:npm:canvas-confetti', {}),
     ('file:pyproject.toml', 'declares', 'dep:pypi:pyyaml', {'scope': 'main', 'spec': ''}),
     ('file:ruby/Gemfile.lock', 'locks', 'dep:gem:rack', {'version': '3.0.9'}),
     ('file:ruby/Gemfile.lock', 'locks', 'dep:gem:rack-session', {'version': '2.0.0'}),
@@ -177,13 +200,17 @@ EXPECTED_NODES = [
     'dep:go:golang.org/x/sys',
     'dep:maven:junit:junit',
     'dep:npm:@acme/ui',
+    'dep:npm:@types/estree',
+    'dep:npm:canvas-confetti',
     'dep:npm:react',
     'dep:nuget:serilog',
+    'dep:pypi:aiohue',
     'dep:pypi:django-taggit',
     'dep:pypi:google-genai',
     'dep:pypi:httpx',
     'dep:pypi:numpy',
     'dep:pypi:orjson',
+    'dep:pypi:packaging',
     'dep:pypi:pytest',
     'dep:pypi:pyyaml',
     'dep:pypi:requests',
@@ -199,7 +226,13 @@ EXPECTED_NODES = [
     'mod:js:web/src/api.ts',
     'mod:js:web/src/app.tsx',
     'mod:js:web/src/later.ts',
+    'mod:js:web/src/walk.d.ts',
+    'mod:py:custom_components.hue',
+    'mod:py:packaging.release',
     'mod:py:shop',
+    'mod:py:shop.grammar',
+    'mod:py:shop.grammar.lexer',
+    'mod:py:shop.grammar.listener',
     'mod:py:shop.models',
     'mod:py:shop.plugins.loader',
     'mod:py:shop.util',
@@ -229,6 +262,7 @@ EXPECTED_NODES = [
     'sym:js:web/src/later.ts#api',
     'sym:js:web/src/later.ts#default',
     'sym:py:shop.plugins.loader.load',
+    'sym:py:tools.gen.Box',
     'sym:py:tools.gen.Pair',
     'tf:infra:variable.region',
 ]
