@@ -144,6 +144,8 @@ def test_the_graph_does_not_depend_on_the_interpreter(tmp_path, monkeypatch):
     ("upath", "universal_pathlib"), ("antlr4", "antlr4-python3-runtime"), ("grpc_health.v1", "grpcio-health-checking"),
     # superset's: an Apache project's distribution
     ("superset_core", "apache-superset-core"),
+    # nova's and label-studio's
+    ("openstack", "openstacksdk"), ("rest_framework_simplejwt", "djangorestframework-simplejwt"),
 ])
 def test_an_import_name_maps_to_its_declared_distribution(tmp_path, imported, declared):
     root = write_tree(tmp_path / "r", {"requirements.txt": f"{declared}==1.0\n", "app.py": f"import {imported}\n"})
@@ -365,3 +367,21 @@ def test_a_package_module_run_as_a_script_imports_its_neighbour(tmp_path):
     assert result.targets("mod:py:pkg.listener", "imports") == [
         "dep:pypi:json-parser", "dep:pypi:lark", "mod:py:pkg.autolexer", "std:py:json",
     ]
+
+
+def test_a_django_project_inside_its_package_imports_its_apps_by_their_short_names(tmp_path):
+    # label-studio's shape: label_studio/ is the package, and its manage.py puts label_studio/ on the path.
+    root = write_tree(tmp_path / "r", {
+        "pyproject.toml": "[project]\nname = 'label-studio'\n",
+        "label_studio/__init__.py": "",
+        "label_studio/manage.py": "import os\n",
+        "label_studio/core/__init__.py": "",
+        "label_studio/core/models.py": "",
+        "label_studio/projects/__init__.py": "",
+        "label_studio/projects/views.py": "from core.models import Base\nfrom core.gone import x\nimport label_studio.core\n",
+    })
+    result = analyse(root)
+    assert result.targets("mod:py:label_studio.projects.views", "imports") == [
+        "mod:py:label_studio.core", "mod:py:label_studio.core.models",  # core.gone: the package it is missing from
+    ]
+    assert not result.of_kind("dependency")

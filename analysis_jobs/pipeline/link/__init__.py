@@ -70,8 +70,9 @@ from .python import Python
 # ``paths`` alias that opens no file leaves the import to the packages (airflow's ``"*": ["./*"]``). 25: types
 # imported from an undeclared package come from its declared ``@types`` package (eslint's ``estree``). 26: an
 # ``apache-`` distribution is imported without the prefix (superset's ``apache-superset-core``). 27: ``npm:x`` and
-# a CDN's URL of an npm package are that package (three's examples).
-VERSION = "27"
+# a CDN's URL of an npm package are that package (three's examples). 28: a project inside its package
+# (label-studio's ``label_studio/manage.py``) imports the package's modules by their names below it (``core``).
+VERSION = "28"
 
 
 class Linker:

@@ -9,7 +9,9 @@ itself a package takes the name its own absolute imports use for it.
 
 An absolute import resolves, in order, to a sibling module of a script (a directory that is not a package is
 the first place a script's imports are looked up), a module by that full name, or a module by the name its
-regular-package chain gives it (``backend/app/models.py`` is also ``app.models``; of two, the nearer). What is
+regular-package chain gives it (``backend/app/models.py`` is also ``app.models``), or by its name below a project
+inside a package (label-studio's ``label_studio/manage.py``: ``label_studio/core/models.py`` is also
+``core.models``); of two, the nearer. What is
 not in the repository is the standard library (a fixed list: the facts never depend on the worker's Python),
 or a distribution: the declared or locked one whose name the import name is (``yaml``: ``pyyaml``,
 ``taggit``: ``django-taggit``; of a dotted name, its longest prefix that names one: ``azure.storage.queue``),
@@ -74,6 +76,8 @@ IMPORT_TO_DISTRIBUTION = {
     "upath": "universal-pathlib", "antlr4": "antlr4-python3-runtime", "grpc_health": "grpcio-health-checking",
     "grpc_status": "grpcio-status", "grpc_reflection": "grpcio-reflection", "grpc_tools": "grpcio-tools",
     "z3": "z3-solver", "flint": "python-flint", "pysat": "python-sat",
+    "openstack": "openstacksdk", "libvirt": "libvirt-python", "placement": "openstack-placement",
+    "rest_framework_simplejwt": "djangorestframework-simplejwt", "rest_flex_fields": "drf-flex-fields",
 }
 # Distributions that install a module under another one's import name (a fork, a lighter or headless build):
 # declared, they are what the import is, else the table's above.
@@ -159,14 +163,16 @@ class ModuleNames:
         self.root_package = root_package
         self.of: dict[str, str] = {}  # path -> full name
         self.full: dict[str, str] = {}  # full name -> path (the first in path order)
-        self.anchored: dict[str, list[str]] = {}  # name by its regular-package chain -> paths
+        self.anchored: dict[str, list[str]] = {}  # name by its regular-package chain, or from a project inside a package -> paths
+        # A project whose folder is itself a package (label-studio's label_studio/manage.py): what runs there imports
+        # the package's modules by the names they have below it (``core.models``).
+        inner_roots = sorted(directory for directory in project_dirs if directory in self.packages)
         for path in paths:
             name = self._name(path, namespaces=True)
             self.of[path] = name
             self.full.setdefault(name, path)
-            chained = self._name(path, namespaces=False)
-            if chained != name:
-                self.anchored.setdefault(chained, []).append(path)
+            for other in sorted({self._name(path, namespaces=False), *_names_below(path, inner_roots)} - {name}):
+                self.anchored.setdefault(other, []).append(path)
         self.heads = {name.split(".", 1)[0] for name in [*self.full, *self.anchored]}
 
     def _name(self, path: str, *, namespaces: bool) -> str:
@@ -206,6 +212,16 @@ class ModuleNames:
         if chained:
             return max(chained, key=lambda path: (len(posixpath.commonprefix([path, importer])), -chained.index(path)))
         return None
+
+
+def _names_below(path: str, roots: list[str]) -> list[str]:
+    """Return the dotted names ``path`` has below each of ``roots`` that holds it (``core/models.py``: ``core.models``)."""
+    names = []
+    for root in roots:
+        if path.startswith(root + "/"):
+            parts = path[len(root) + 1 :].rsplit(".", 1)[0].split("/")
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return [name for name in names if name]
 
 
 def infer_root_package(paths: list[str], imports_of: dict[str, list]) -> str | None:
