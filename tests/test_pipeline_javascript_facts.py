@@ -525,3 +525,18 @@ def test_a_package_named_by_npm_or_a_cdn_url_is_that_package(tmp_path):
         "mod:js:https://deno.land/std@0.200.0/path/mod.ts",  # no npm package: a module the tree does not hold
     ]
     assert result.nodes["dep:npm:three"]["attrs"]["declared"] is True
+
+
+def test_an_alias_into_node_modules_imports_the_package_there(tmp_path):
+    # panel's tsconfig: bokehjs' built modules and preact standing in for react, both from node_modules
+    root = write_tree(tmp_path / "panel", {
+        "package.json": '{"name": "panel", "dependencies": {"@bokeh/bokehjs": "^3.10", "preact": "^10"}}\n',
+        "tsconfig.json": (
+            '{"compilerOptions": {"paths": {"@bokehjs/*": ["node_modules/@bokeh/bokehjs/build/js/lib/*"],'
+            ' "react": ["node_modules/preact/compat"]}}}\n'
+        ),
+        "models/layout.ts": 'import { div } from "@bokehjs/core/dom";\nimport React from "react";\n',
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:models/layout.ts", "imports") == ["dep:npm:@bokeh/bokehjs", "dep:npm:preact"]
+    assert not [node for node in result.of_kind("module").values() if node["attrs"].get("missing")]

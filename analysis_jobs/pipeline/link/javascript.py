@@ -2,9 +2,10 @@
 JavaScript and TypeScript: a module node per file, its imports matched to files or packages, its exports and calls.
 
 A bare import is the repository's own when a ``tsconfig.json`` ``paths`` alias covers it (the nearest config
-above the importing file) and opens a file (when none, TypeScript goes on without the alias: a catch-all
-``"*": ["./*"]`` leaves ``react`` to the packages, and a package the repository neither declares nor locks is
-then the alias's missing file), or when it names a workspace package (a ``package.json`` with that ``name``, whose
+above the importing file) and opens a file; an alias into ``node_modules`` (``"react": ["node_modules/preact/compat"]``)
+imports the package there; where the alias opens nothing, TypeScript goes on without it, so a catch-all
+``"*": ["./*"]`` leaves ``react`` to the packages, and a package the repository neither declares nor locks is then
+the alias's missing file. A bare import is the repository's own too when it names a workspace package (a ``package.json`` with that ``name``, whose
 ``exports`` say which file each subpath opens); only what is neither becomes ``dep:npm:NAME``. An import of
 ``#name`` is one of Node's subpath imports: the ``imports`` of the nearest ``package.json`` map it to a file of
 that package (or to a package), and it is never a dependency of its own. An import of a file the build writes
@@ -164,9 +165,17 @@ class JavaScript(Family):
         # TypeScript maps every other bare specifier through "paths" first, "#x" too.
         if aliased is None:
             return self._bare(graph, path, spec, types)
+        found = self._existing(aliased)
+        if found is not None:
+            return found
+        # An alias into an installed package (panel's "@bokehjs/*": ["node_modules/@bokeh/bokehjs/build/js/lib/*"])
+        # imports that package.
+        installed = next((target.rpartition("node_modules/")[2] for target in aliased if _in_node_modules(target)), None)
+        if installed:
+            return self._bare(graph, path, installed, types)
         # When no file the alias names exists, TypeScript goes on as if there were none ("*": ["./*"] covers
         # "react"); then only what the repository knows it depends on is a package, else the alias's file is missing.
-        return self._existing(aliased) or self._bare(graph, path, spec, types, known=True) or self._missing(graph, aliased[0])
+        return self._bare(graph, path, spec, types, known=True) or self._missing(graph, aliased[0])
 
     def _bare(self, graph, path: str, spec: str, types: bool, *, known: bool = False) -> str | None:
         """Return what a bare specifier (no ``paths`` alias applied) opens; given ``known``, None for a package
@@ -275,6 +284,10 @@ def _folder(directory: str, relative: str) -> str:
     """Return the folder ``relative`` names from ``directory``, from the repository's root ("" for the root)."""
     folder = posixpath.normpath(posixpath.join(directory, relative))
     return "" if folder == "." else folder
+
+
+def _in_node_modules(path: str) -> bool:
+    return path.startswith("node_modules/") or "/node_modules/" in path
 
 
 def _nearest(path: str, folders) -> str | None:
