@@ -214,6 +214,18 @@ def test_a_reserved_word_may_be_an_exported_name(tmp_path):
     assert result.targets("mod:js:types.js", "exports") == ["sym:js:types.js#any", "sym:js:types.js#catch", "sym:js:types.js#null"]
 
 
+def test_a_reserved_word_may_be_an_imported_name(tmp_path):
+    # marimo's Vite chunks: import{$t as e,in as g,do as I}from"./dist-qhAY4L2r.js"
+    root = write_tree(tmp_path / "r", {
+        "chunk.js": "const a = 1;\nexport { a as in, a as do, a as if };\n",
+        "app.js": 'import{in as g,do as I, if as f}from"./chunk.js";export{in as again}from"./chunk.js";\nconst t = g in {};\n',
+    })
+    result = analyse(root)
+    assert not result.of_kind("diagnostic")
+    assert result.targets("mod:js:app.js", "imports") == ["mod:js:chunk.js"]
+    assert result.targets("mod:js:app.js", "exports") == ["sym:js:app.js#again"]
+
+
 def test_an_import_of_an_asset_or_a_package_folder_goes_to_that_file(tmp_path):
     # iconv-lite requires its JSON tables, qs's tests require("../"), and a Vue or React app imports its styles.
     root = write_tree(tmp_path / "r", {

@@ -24,7 +24,8 @@ from .base import Extractor, first_syntax_error, http_target
 # 9: a ``global { }`` augmentation inside ``declare module`` parses (@types/node's), and so does ``using`` as an
 # argument, a parameter or a callee (drizzle's ``using(using: string)``). 10: a call's first type argument may
 # query an import type (airflow's ``importOriginal<typeof import("openapi/queries")>()``), and a parameter's object
-# pattern may end in a name on its own line (MUI's declaration files).
+# pattern may end in a name on its own line (MUI's declaration files), and a reserved word may be imported by name
+# (Vite's chunks, ``import { in as v }``).
 VERSION = "10"
 
 QUERIES = """
@@ -130,6 +131,16 @@ USING_ARGUMENT = re.compile(rb"([(,]\s*)using(?=\s*[),:?=])")
 USING_CALL = re.compile(rb"(?m)^([ \t]*)using(?=[ \t]*\()")
 
 
+# A reserved word imported or re-exported by name (``import { in as v } from "./chunk.js"``, as Rollup and Vite name
+# a chunk's exports): any name may be, and tree-sitter-javascript 0.25 takes a reserved one for an error. The
+# word's first letter is put in the other case (no fact is the name a module exports to this one).
+RESERVED_IMPORTED = re.compile(
+    rb"(?<=[{,])(\s*)(break|case|catch|class|const|continue|debugger|delete|do|else|enum|export|extends|false|finally|"
+    rb"for|function|if|import|in|instanceof|new|null|return|super|switch|this|throw|true|try|typeof|var|void|while|"
+    rb"with)(?=\s+as\s)"
+)
+
+
 def _export_type_star(found) -> bytes:
     names = found[3] or b""
     return b"export" + found[1] + b"type" + found[2] + b"{" + names + b"}"
@@ -148,6 +159,7 @@ def _parse(dialect: str, parser, data: bytes):
     - an indented ``global { ... }`` (a global augmentation in an ambient module) as ``declare global { ... }``;
     - a parameter's object pattern ending in a name on its own line before ``}:``: a comma after the name;
     - ``using`` as an argument, a parameter or a callee (not the keyword) renamed ``usinG`` (JavaScript too);
+    - a reserved word imported by name (``import { in as v }``) with its first letter in upper case (JavaScript too);
     - a generic call signature on a line of its own (``<A, B>(f: (a: A) => B): C``) after a member the line
       break ends: a ``;`` put after that member, where the line break stands for one (TypeScript, not TSX).
 
@@ -159,6 +171,8 @@ def _parse(dialect: str, parser, data: bytes):
     rewritten = data
     if b"using" in rewritten:
         rewritten = USING_CALL.sub(rb"\1usinG", USING_ARGUMENT.sub(rb"\1usinG", rewritten))
+    if b" as " in rewritten:
+        rewritten = RESERVED_IMPORTED.sub(lambda found: found[1] + found[2][:1].upper() + found[2][1:], rewritten)
     if dialect == "javascript":
         return parser.parse(rewritten) if rewritten != data else tree
     if b"readonly" in rewritten:
