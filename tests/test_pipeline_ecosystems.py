@@ -389,3 +389,27 @@ def test_a_home_assistant_integrations_manifest_declares_its_requirements(tmp_pa
     assert result.targets("mod:py:custom_components.hue", "imports") == ["dep:pypi:aiohue", "dep:pypi:bleak", "dep:pypi:pyyaml"]
     undeclared = {node_id for node_id, node in result.of_kind("dependency").items() if not node["attrs"]["declared"]}
     assert undeclared == {"dep:pypi:bleak"}
+
+
+def test_a_scripts_inline_metadata_declares_what_it_runs_with(tmp_path):
+    # PEP 723, as marimo's notebooks and uv's scripts write it
+    root = write_tree(tmp_path / "r", {
+        "notebooks/redshift.py": (
+            "# /// script\n# requires-python = \">=3.12\"\n# dependencies = [\n#     \"marimo\",\n"
+            "#     \"polars[pyarrow]==1.30.0\",\n#     \"redshift-connector[full]==2.1.7\",\n# ]\n# ///\n\n"
+            "import marimo\nimport polars\nimport redshift_connector\nimport numpy\n"
+        ),
+        "tools/broken.py": "# /// script\n# dependencies = [\n# ///\nimport os\n",
+        "tools/plain.py": "# /// not a script block\nimport yaml\n",
+    })
+    result = analyse(root)
+    assert declared(result, "notebooks/redshift.py") == {
+        "dep:pypi:marimo": ("", "script", 4), "dep:pypi:polars": ("==1.30.0", "script", 5),
+        "dep:pypi:redshift-connector": ("==2.1.7", "script", 6),
+    }
+    undeclared = {node_id for node_id, node in result.of_kind("dependency").items() if not node["attrs"]["declared"]}
+    assert undeclared == {"dep:pypi:numpy", "dep:pypi:pyyaml"}
+    diagnostics = {node["evidence"][0]["path"]: node["attrs"] for node in result.of_kind("diagnostic").values()}
+    assert list(diagnostics) == ["tools/broken.py"]
+    assert diagnostics["tools/broken.py"]["message"].startswith("the inline script metadata is not TOML")
+    assert result.targets("mod:py:tools.broken", "imports") == ["std:py:os"]  # its other facts are kept

@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ElementTree
 from xml.parsers import expat
 
 from .base import Extractor, decode
-from .manifests import _requirement, pypi_name
+from .manifests import pypi_name, requirement
 from .positions import Lines
 
 VERSION = "1"
@@ -74,7 +74,7 @@ def extract_setup_py(data: bytes) -> dict:
 
     def add(node, scope):
         for item in _literal_strings(value_of(node)) or ():
-            parsed = _requirement(item.value)
+            parsed = requirement(item.value)
             if parsed is not None:
                 declared.append(["pypi", parsed[0], parsed[1], scope, item.lineno])
 

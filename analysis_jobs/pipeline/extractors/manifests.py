@@ -32,7 +32,7 @@ def pypi_name(name: str) -> str:
     return _PYPI_NAME.sub("-", name).lower()
 
 
-def _requirement(text: str):
+def requirement(text: str):
     """Return ``(name, spec)`` for a PEP 508 string, or None if it is not one."""
     try:
         requirement = Requirement(text)
@@ -68,7 +68,7 @@ def extract_requirements(data: bytes) -> dict:
                 declared.append(["pypi", pypi_name(egg.group(1)), "editable", first])
             continue  # -r, -c, --index-url and other options name no project
         entry = entry.split(" --", 1)[0].strip()  # per-requirement options such as --hash
-        parsed = _requirement(entry)
+        parsed = requirement(entry)
         if parsed is None:
             egg = _EGG.search(entry)
             if egg:
@@ -83,7 +83,7 @@ def _pep508_list(values, scope, lines, declared, first_line: int = 1):
     for value in values or ():
         if not isinstance(value, str):
             continue  # PEP 735 include-group tables
-        parsed = _requirement(value)
+        parsed = requirement(value)
         if parsed is not None:
             declared.append(["pypi", parsed[0], parsed[1], scope, lines.of(value, first_line - 1)])
 

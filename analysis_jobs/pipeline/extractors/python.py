@@ -23,12 +23,15 @@ a session (``self.session.post("https://...")``) when the URL is absolute.
 
 import functools
 import re
+import tomllib
 import warnings
 
 from .base import Extractor, first_syntax_error, http_target
+from .manifests import requirement
 
 # 3: pytest.importorskip and with suppress(ImportError) are optional imports; 4: ``a, *[b]`` parses. 5: a type
-# parameter's default parses after a bound and on a long name (Home Assistant's ``[_DataT: Mapping = Mapping]``).
+# parameter's default parses after a bound and on a long name (Home Assistant's ``[_DataT: Mapping = Mapping]``),
+# and PEP 723's inline script metadata declares the script's dependencies.
 VERSION = "5"
 
 QUERIES = """
@@ -366,6 +369,26 @@ def _parse(parser, data: bytes):
 
 
 CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+# PEP 723's inline script metadata: a ``# /// script`` block of comment lines holding TOML, whose ``dependencies``
+# are what the script runs with (``uv run``, ``pipx run``, marimo's notebooks).
+SCRIPT_METADATA = re.compile(rb"(?m)^# /// script[ \t]*\r?\n((?:^#(?:[ \t].*)?\r?\n)+)^# ///[ \t]*$")
+
+
+def _script_dependencies(data: bytes) -> tuple[list, int] | None:
+    """Return the declared rows of the script's inline metadata (scope ``script``) and the line its TOML starts
+    on, or None when it has none. Raises ``tomllib.TOMLDecodeError`` when the block is not TOML."""
+    found = SCRIPT_METADATA.search(data) if b"# /// script" in data else None
+    if found is None:
+        return None
+    first = data.count(b"\n", 0, found.start(1)) + 1
+    lines = [line[2:] if line.startswith(b"# ") else line[1:] for line in found[1].splitlines()]
+    document = tomllib.loads(b"\n".join(lines).decode("utf-8", errors="replace"))
+    rows = []
+    for value in document.get("dependencies") or ():
+        if isinstance(value, str) and (parsed := requirement(value)) is not None:
+            line = first + next((number for number, text in enumerate(lines) if value.encode() in text), 0)
+            rows.append(["pypi", *parsed, "script", line])
+    return rows, first
 
 
 def _undecodable_line(data: bytes) -> int | None:
@@ -428,6 +451,14 @@ def extract_python(data: bytes) -> dict:
         result["error"] = ["the source is not text in its declared encoding", line]
     elif root.has_error and (error := first_syntax_error(root)) is not None:
         result["error"] = ["syntax error (the parser recovered what it could)", _line(error)]
+    try:
+        script = _script_dependencies(data)
+    except tomllib.TOMLDecodeError as error:
+        line = data.count(b"\n", 0, data.find(b"# /// script")) + 1
+        result.setdefault("error", [f"the inline script metadata is not TOML ({error})", line])
+    else:
+        if script is not None:
+            result["declared"] = script[0]  # the key the dependencies family looks for (see ``declares``)
     return result
 
 

@@ -66,7 +66,10 @@ class Dependencies(Family):
         self.requirement_scopes: dict[str, str] = {}  # a requirements file a pyproject names: the scope it gives
 
     def reads(self, record):
-        return extractor_name(record) in _READ
+        # A Python script declares what it runs with in its inline metadata (PEP 723): only those facts say "declared".
+        return extractor_name(record) in _READ or (
+            extractor_name(record) == "python" and record.facts is not None and '"declared":' in record.facts
+        )
 
     def learn(self, record, facts):
         shared = self.shared.setdefault(posixpath.dirname(record.path), {})
