@@ -207,18 +207,14 @@ class JavaScript(Family):
             target = (exported(subpaths, "./" + inside) if inside else entry) or inside or "index"
             return opened([posixpath.normpath(posixpath.join(folder, target))])
         dependency = f"dep:npm:{name}"
-        if types and not self._known(dependency) and self._known(typings := f"dep:npm:@types/{name.lstrip('@').replace('/', '__')}"):
+        if types and not self.dependencies.known(dependency) and self.dependencies.known(typings := f"dep:npm:@types/{name.lstrip('@').replace('/', '__')}"):
             dependency = typings
-        if known and not self._known(dependency):
+        if known and not self.dependencies.known(dependency):
             return None
         if not NPM_NAME.fullmatch(name):  # a template's placeholder (require("{{name}}")) names no package
             return self._file(graph, [spec])
         self.dependencies.imported.add(dependency)
         return dependency
-
-    def _known(self, dependency: str) -> bool:
-        """Whether the repository declares or locks ``dependency``."""
-        return dependency in self.dependencies.declared or dependency in self.dependencies.locked
 
     def _file(self, graph, stems: list[str]) -> str:
         """Return the module of the first file a stem names, else a missing module (see ``_existing``)."""
