@@ -207,7 +207,8 @@ class JavaScript(Family):
             target = (exported(subpaths, "./" + inside) if inside else entry) or inside or "index"
             return opened([posixpath.normpath(posixpath.join(folder, target))])
         dependency = f"dep:npm:{name}"
-        if types and not self.dependencies.known(dependency) and self.dependencies.known(typings := f"dep:npm:@types/{name.lstrip('@').replace('/', '__')}"):
+        typings = f"dep:npm:@types/{name.lstrip('@').replace('/', '__')}"
+        if types and not self.dependencies.known(dependency) and self.dependencies.known(typings):
             dependency = typings
         if known and not self.dependencies.known(dependency):
             return None
