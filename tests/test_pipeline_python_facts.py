@@ -385,3 +385,25 @@ def test_a_django_project_inside_its_package_imports_its_apps_by_their_short_nam
         "mod:py:label_studio.core", "mod:py:label_studio.core.models",  # core.gone: the package it is missing from
     ]
     assert not result.of_kind("dependency")
+
+
+def test_python_3_15_syntax_parses_and_a_lazy_import_says_so():
+    # ruff's fixtures: PEP 810's lazy imports and PEP 798's unpacking in comprehensions
+    source = (
+        "lazy import json\n"
+        "lazy    import    os,    sys as system\n"
+        "lazy from a import (  # a comment\n    b,\n)\n"
+        "import re\n"
+        "lazy = 1\n"  # a name, as before 3.15
+        "rows = [*row for row in table]\n"
+        "merged = {**d for d in dicts}\n"
+        "g = 1, *'ten'\n"
+        "def f():\n    lazy from pkg import mod\n"
+    )
+    facts = extract_python(source.encode())
+    assert "error" not in facts
+    assert [(row[0], row[3], row[4]) for row in facts["imports"]] == [
+        ("json", 1, ["lazy"]), ("os", 2, ["lazy"]), ("sys", 2, ["lazy"]), ("a", 3, ["lazy"]), ("re", 6, []),
+        ("pkg", 12, ["lazy", "local"]),
+    ]
+    assert [(kind, name) for kind, name, *_ in facts["defs"]] == [("function", "f")]

@@ -13,7 +13,8 @@ Each import carries the ways it is made, as a sorted list of words:
 - ``optional``: in the body of a ``try`` whose handlers catch ``ImportError`` (or a base of it), or of a
   ``with suppress(ImportError)``; ``pytest.importorskip("name")`` (a test skipped without it) is optional too;
 - ``local``: inside a function, so imported when it is first called;
-- ``dynamic``: ``importlib.import_module("name")`` (or ``import_module``, ``__import__``) with a literal name.
+- ``dynamic``: ``importlib.import_module("name")`` (or ``import_module``, ``__import__``) with a literal name;
+- ``lazy``: ``lazy import name`` (PEP 810, Python 3.15), imported when the name is first used.
 
 An HTTP call is a ``requests``/``httpx``/``urllib``/``aiohttp`` function called with a literal URL, or a method
 called on a client or session object: one made from the library in the file (``s = requests.Session()``,
@@ -326,10 +327,15 @@ def _definitions(root) -> list:
 # A type parameter list (PEP 695) and the defaults in it (PEP 696, Python 3.13: ``class Box[T: Base = Base]``,
 # ``def f[T = int]``), which tree-sitter-python 0.25 does not know. No fact depends on a default.
 TYPE_PARAMETERS = re.compile(rb"(?<![\w.])(?:class|def|type)[ \t]+\w+[ \t]*\[")
-# A starred list, tuple or set in a tuple written without parentheses (``yield a, *[f(x) for x in y]``,
-# ``return a, *(b)``): valid since Python 3.5, and an error in tree-sitter-python 0.25, which knows ``*b`` there
-# and ``(a, *[b])``. No fact depends on the star.
-STARRED_IN_TUPLE = re.compile(rb"(?:(?<=,)|(?<==)|(?<=\breturn)|(?<=\byield)|(?<=\bin))(\s*)\*(?=[\[({])")
+# A starred list, tuple, set or string in a tuple written without parentheses (``yield a, *[f(x) for x in y]``,
+# ``return a, *(b)``, ``g = 1, *"ten"``): valid since Python 3.5, and an error in tree-sitter-python 0.25, which
+# knows ``*b`` there and ``(a, *[b])``. No fact depends on the star.
+STARRED_IN_TUPLE = re.compile(rb"(?:(?<=,)|(?<==)|(?<=\breturn)|(?<=\byield)|(?<=\bin))(\s*)\*(?=[\[({\"'])")
+# Python 3.15's unpacking in a comprehension (``[*row for row in rows]``, ``{**d for d in dicts}``, PEP 798) and
+# its explicit lazy imports (``lazy import json``, ``lazy from a import b``, PEP 810): the stars and the soft
+# keyword are blanked, and a lazy import is then told by the word before it.
+COMPREHENSION_UNPACKING = re.compile(rb"([\[{][ \t]*)(\*\*?)(?=[\w(\[{])")
+LAZY_IMPORT = re.compile(rb"(?m)^([ \t]*)lazy(?=[ \t]+(?:import|from)[ \t(\\])")
 
 
 def _blank_type_parameter_defaults(data: bytes) -> bytes:
@@ -358,13 +364,18 @@ def _blank_type_parameter_defaults(data: bytes) -> bytes:
 def _parse(parser, data: bytes):
     """Return ``data``'s tree. Where it failed to parse, ``data`` is parsed again with the syntax
     tree-sitter-python 0.25 does not know blanked, on the same lines and with the same facts: the defaults of
-    type parameters, and the stars of starred items in an unparenthesised tuple."""
+    type parameters, the stars of starred items in an unparenthesised tuple and of unpacking in a comprehension,
+    and the ``lazy`` of a lazy import."""
     tree = parser.parse(data)
     if not tree.root_node.has_error:
         return tree
     rewritten = STARRED_IN_TUPLE.sub(rb"\1 ", data)
     if b"[" in rewritten:
         rewritten = _blank_type_parameter_defaults(rewritten)
+    if b"*" in rewritten:
+        rewritten = COMPREHENSION_UNPACKING.sub(lambda found: found[1] + b" " * len(found[2]), rewritten)
+    if b"lazy" in rewritten:
+        rewritten = LAZY_IMPORT.sub(rb"\1    ", rewritten)
     return parser.parse(rewritten) if rewritten != data else tree
 
 
@@ -426,8 +437,11 @@ def extract_python(data: bytes) -> dict:
             calls.append((found["call"][0], found["name"][0], found.get("receiver", [None])[0], found["arguments"][0]))
         elif "constructor" in found:
             clients.append((found["target"][0], found["constructor"][0], found["options"][0]))
+    lazy = b"lazy" in data
     for statement in statements:
         kinds = _kinds(statement)
+        if lazy and data[data.rfind(b"\n", 0, statement.start_byte) + 1 : statement.start_byte].strip() == b"lazy":
+            kinds = sorted({*kinds, "lazy"})
         for module, level, names, bound in _imports(statement):
             imports.append([module, level, names, _line(statement), kinds])
             for name, dotted in bound.items():
