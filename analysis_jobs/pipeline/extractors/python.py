@@ -32,7 +32,8 @@ from .manifests import requirement
 
 # 3: pytest.importorskip and with suppress(ImportError) are optional imports; 4: ``a, *[b]`` parses. 5: a type
 # parameter's default parses after a bound and on a long name (Home Assistant's ``[_DataT: Mapping = Mapping]``),
-# and PEP 723's inline script metadata declares the script's dependencies.
+# PEP 723's inline script metadata declares the script's dependencies, and Python 3.15's lazy imports (the kind
+# ``lazy``) and unpacking in comprehensions parse.
 VERSION = "5"
 
 QUERIES = """
