@@ -407,3 +407,8 @@ def test_python_3_15_syntax_parses_and_a_lazy_import_says_so():
         ("pkg", 12, ["lazy", "local"]),
     ]
     assert [(kind, name) for kind, name, *_ in facts["defs"]] == [("function", "f")]
+
+
+def test_a_dotted_name_with_spaces_is_the_name_python_reads():
+    facts = extract_python(b"import a .  b  . c\nfrom . . pkg . mod import ( name )\nimport x . y as z\n")
+    assert [row[:3] for row in facts["imports"]] == [["a.b.c", 0, []], ["pkg.mod", 2, ["name"]], ["x.y", 0, []]]

@@ -144,12 +144,17 @@ def _dotted(node) -> str | None:
 # -- imports ---------------------------------------------------------------------------------------------------
 
 
+def _dotted(node) -> str:
+    """Return a dotted name as Python reads it: ``a .  b`` is ``a.b``."""
+    return ".".join(_text(part) for part in node.named_children) if node.type == "dotted_name" else _text(node)
+
+
 def _module_and_level(node) -> tuple[str, int]:
     if node.type == "relative_import":
         prefix = next(child for child in node.children if child.type == "import_prefix")
         name = next((child for child in node.named_children if child.type == "dotted_name"), None)
-        return (_text(name) if name is not None else ""), len(_text(prefix))
-    return _text(node), 0
+        return (_dotted(name) if name is not None else ""), len(_text(prefix).replace(" ", ""))
+    return _dotted(node), 0
 
 
 def _imports(statement) -> list[tuple]:
@@ -163,10 +168,10 @@ def _imports(statement) -> list[tuple]:
         found = []
         for name in statement.named_children:
             if name.type == "aliased_import":
-                module, alias = _text(name.child_by_field_name("name")), _text(name.child_by_field_name("alias"))
+                module, alias = _dotted(name.child_by_field_name("name")), _text(name.child_by_field_name("alias"))
                 found.append((module, 0, [], {alias: module}))
             elif name.type == "dotted_name":
-                module = _text(name)
+                module = _dotted(name)
                 head = module.split(".", 1)[0]
                 found.append((module, 0, [], {head: head}))
         return found
@@ -176,7 +181,7 @@ def _imports(statement) -> list[tuple]:
         alias = None
         if child.type == "aliased_import":
             child, alias = child.child_by_field_name("name"), _text(child.child_by_field_name("alias"))
-        names.append(_text(child))
+        names.append(_dotted(child))
         if not level:
             bound[alias or names[-1]] = f"{module}.{names[-1]}"
     if any(child.type == "wildcard_import" for child in statement.named_children):
