@@ -144,8 +144,9 @@ def test_the_graph_does_not_depend_on_the_interpreter(tmp_path, monkeypatch):
     ("upath", "universal_pathlib"), ("antlr4", "antlr4-python3-runtime"), ("grpc_health.v1", "grpcio-health-checking"),
     # superset's: an Apache project's distribution
     ("superset_core", "apache-superset-core"),
-    # nova's and label-studio's
+    # nova's, label-studio's and plone.api's
     ("openstack", "openstacksdk"), ("rest_framework_simplejwt", "djangorestframework-simplejwt"),
+    ("Products.CMFCore.utils", "Products.CMFCore"), ("OFS.SimpleItem", "Zope"),
 ])
 def test_an_import_name_maps_to_its_declared_distribution(tmp_path, imported, declared):
     root = write_tree(tmp_path / "r", {"requirements.txt": f"{declared}==1.0\n", "app.py": f"import {imported}\n"})
@@ -196,10 +197,12 @@ def test_names_imported_from_a_namespace_package_are_the_distributions_modules(t
     result = analyse(write_tree(tmp_path / "r", {"app.py": (
         "from google import genai\nfrom opentelemetry import trace, context\n"
         "from google.cloud import storage, pubsub\nfrom zope import interface\nfrom requests import Session\n"
+        "from Products import PrintingMailHost\nfrom Products.DCWorkflow.DCWorkflow import Definition\n"  # Zope's
     )}))
     assert result.targets("mod:py:app", "imports") == [
         "dep:pypi:google-cloud-pubsub", "dep:pypi:google-cloud-storage", "dep:pypi:google-genai",
-        "dep:pypi:opentelemetry-api", "dep:pypi:requests", "dep:pypi:zope-interface",
+        "dep:pypi:opentelemetry-api", "dep:pypi:products-dcworkflow", "dep:pypi:products-printingmailhost",
+        "dep:pypi:requests", "dep:pypi:zope-interface",
     ]
 
 
@@ -412,3 +415,24 @@ def test_python_3_15_syntax_parses_and_a_lazy_import_says_so():
 def test_a_dotted_name_with_spaces_is_the_name_python_reads():
     facts = extract_python(b"import a .  b  . c\nfrom . . pkg . mod import ( name )\nimport x . y as z\n")
     assert [row[:3] for row in facts["imports"]] == [["a.b.c", 0, []], ["pkg.mod", 2, ["name"]], ["x.y", 0, []]]
+
+
+def test_a_namespace_packages_other_portions_are_other_distributions(tmp_path):
+    # plone.api's shape (src/plone/api/, no plone/__init__.py), and google-cloud-python's packages
+    root = write_tree(tmp_path / "r", {
+        "pyproject.toml": "[project]\nname = 'plone.api'\n",
+        "src/plone/api/__init__.py": "",
+        "src/plone/api/content.py": (
+            "from plone.app.iterate.dexterity import relation\nfrom plone.api.gone import x\n"
+            "from google.api_core import retry\nfrom google.cloud.storage import blob\nfrom google.cloud import gone\n"
+        ),
+        "src/google/cloud/storage/__init__.py": "",
+    })
+    result = analyse(root)
+    assert result.targets("mod:py:plone.api.content", "imports") == [
+        "dep:pypi:google-api-core",
+        "dep:pypi:google-cloud-gone",  # a name imported from the namespace package: another distribution's module
+        "dep:pypi:plone-app-iterate",
+        "mod:py:google.cloud.storage",  # the repository's own portion
+        "mod:py:plone.api",  # plone.api.gone: missing from the repository's portion
+    ]

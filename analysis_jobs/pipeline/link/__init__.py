@@ -72,8 +72,10 @@ from .python import Python
 # ``apache-`` distribution is imported without the prefix (superset's ``apache-superset-core``). 27: ``npm:x`` and
 # a CDN's URL of an npm package are that package (three's examples). 28: a project inside its package
 # (label-studio's ``label_studio/manage.py``) imports the package's modules by their names below it (``core``).
-# 29: a ``paths`` alias into ``node_modules`` imports the package there (panel's ``@bokehjs/*``).
-VERSION = "29"
+# 29: a ``paths`` alias into ``node_modules`` imports the package there (panel's ``@bokehjs/*``). 30: Zope's
+# ``Products`` and Plone's namespaces, and another distribution's portion of a namespace package the repository
+# has a portion of (plone.api's ``plone.app.iterate``) is that distribution.
+VERSION = "30"
 
 
 class Linker:

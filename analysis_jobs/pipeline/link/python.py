@@ -20,7 +20,8 @@ names, else the import name itself (of a namespace package such as ``zope``, its
 two components: ``zope.interface``). A name that starts like an in-repository module but is none is a missing
 module, never a dependency; except where the repository has only a namespace package of that name and a declared
 distribution is named so (ansible's ``packaging/`` folder of scripts, beside its declared ``packaging``): Python
-imports a regular package, the installed one, before it makes a namespace package of folders.
+imports a regular package, the installed one, before it makes a namespace package of folders; and except another
+distribution's portion of a shared namespace package (``plone.app.iterate`` in plone.api's ``plone``).
 
 ``from pkg import a, b`` has an edge to each of ``a`` and ``b`` that is a module, and to ``pkg`` when something
 else is imported from it. An import's edge carries how it is made: ``type_only``, ``optional``, ``local``,
@@ -78,6 +79,8 @@ IMPORT_TO_DISTRIBUTION = {
     "z3": "z3-solver", "flint": "python-flint", "pysat": "python-sat",
     "openstack": "openstacksdk", "libvirt": "libvirt-python", "placement": "openstack-placement",
     "rest_framework_simplejwt": "djangorestframework-simplejwt", "rest_flex_fields": "drf-flex-fields",
+    # Zope's own modules (plone.api's)
+    **{name: "zope" for name in ("App", "OFS", "ZPublisher", "ZTUtils", "Zope2")},
 }
 # Distributions that install a module under another one's import name (a fork, a lighter or headless build):
 # declared, they are what the import is, else the table's above.
@@ -90,10 +93,12 @@ ALTERNATE_DISTRIBUTIONS = {
 # Namespace packages whose distributions are named for one more component than the namespace has:
 # ``zope.interface``, ``backports.zoneinfo``, ``google.genai``, ``google.cloud.storage``, ``azure.mgmt.compute``.
 NAMESPACE_HEADS = frozenset({
-    "backports", "flufl", "jaraco", "oslo", "repoze", "ruamel", "sphinxcontrib", "zc", "zope", "dogpile",
+    "backports", "flufl", "jaraco", "oslo", "repoze", "ruamel", "sphinxcontrib", "zc", "zope", "dogpile", "Products",
+    "plone", "plone.app", "collective", "z3c",
     "google", "google.cloud", "azure", "azure.ai", "azure.keyvault", "azure.mgmt", "azure.monitor", "azure.search",
     "azure.storage", "opentelemetry", "opentelemetry.exporter", "opentelemetry.instrumentation",
 })
+NAMESPACE_ROOTS = frozenset(head.split(".", 1)[0] for head in NAMESPACE_HEADS)
 # How a distribution's name is made from its import name: ``django-`` + ``taggit``, ``graphql`` + ``-core``,
 # ``apache-`` + ``superset-core``.
 DISTRIBUTION_PREFIXES = ("python-", "django-", "flask-", "py-", "py", "apache-")
@@ -174,6 +179,12 @@ class ModuleNames:
             for other in sorted({self._name(path, namespaces=False), *_names_below(path, inner_roots)} - {name}):
                 self.anchored.setdefault(other, []).append(path)
         self.heads = {name.split(".", 1)[0] for name in [*self.full, *self.anchored]}
+        # Of the names inside a namespace package that many distributions share (zope, google, plone), each
+        # prefix one component past the namespace: the portions the repository holds (``plone.api``).
+        self.portions = {
+            ".".join(parts[: end + 1]) for parts in (name.split(".") for name in [*self.full, *self.anchored])
+            if parts[0] in NAMESPACE_ROOTS and (end := _namespace(parts)) and end < len(parts)
+        }
 
     def _name(self, path: str, *, namespaces: bool) -> str:
         directory, stem = posixpath.dirname(path), _stem(path)
@@ -338,9 +349,12 @@ class Python(Family):
         dotted = ".".join(base)
         head = base[0] if base else ""
         # Here ``head`` is no module or regular package of the repository (that would have been found), at most
-        # a namespace package's folder; Python imports an installed regular package before it (PEP 420).
+        # a namespace package's folder; Python imports an installed regular package before it (PEP 420), and a
+        # namespace package has its other distributions' portions (``plone.app.iterate`` beside ``plone.api``).
         declared = None if level or not head else self._declared_distribution(base)
-        if level or not head or head in self.names.heads and head not in STDLIB and not declared:
+        namespace = _namespace(base)
+        other_portion = namespace and ".".join(base[: namespace + 1]) not in self.names.portions
+        if level or not head or head in self.names.heads and head not in STDLIB and not declared and not other_portion:
             graph.node(f"mod:py:{dotted}", "module", {"language": "python", "name": dotted, "missing": True})
             return f"mod:py:{dotted}"
         if head in STDLIB:
