@@ -9,8 +9,10 @@ catalog, a lockfile's path dependency, every ecosystem's manifest (a Cargo depen
 taken from the workspace, a gem from git), a Dockerfile ARG, a compose service built from it, CI, Kubernetes,
 Terraform, a folder of scripts named as a declared distribution, a package's module importing its neighbour as
 a script does, a type parameter's default after a bound, a Home Assistant integration's manifest, a catch-all
-``paths`` alias, types from a declared ``@types`` package, a package from a CDN), analysed once, its facts
-compared exactly: a fact gained or lost anywhere fails here.
+``paths`` alias, types from a declared ``@types`` package, a package from a CDN, a Django project inside its
+package, an alias into ``node_modules``, a reserved word imported by name, a script's inline metadata, a lazy
+import, another distribution's portion of a shared namespace), analysed once, its facts compared exactly: a fact
+gained or lost anywhere fails here.
 """
 
 import pytest
@@ -26,6 +28,15 @@ CORPUS = {
     "src/shop/grammar/listener.py": "from lexer import Lexer\n",  # run as a script too
     "custom_components/hue/manifest.json": '{"domain": "hue", "requirements": ["aiohue==4.7.1"]}\n',
     "custom_components/hue/__init__.py": "import aiohue\n",
+    "portal/__init__.py": "",
+    "portal/manage.py": "lazy import django\n",  # a Django project inside its package, Python 3.15's lazy import
+    "portal/core/__init__.py": "",
+    "portal/orders/__init__.py": "from core import signals\nfrom plone.app.iterate import relation\n",
+    "portal/core/signals.py": "",
+    "scripts/report.py": (
+        "# /// script\n# dependencies = [\"rich>=13\"]\n# ///\nimport rich\n"
+    ),
+    "src/plone/api/__init__.py": "",  # the repository's portion of the plone namespace
     "src/shop/__init__.py": "",
     "src/shop/models.py": "import taggit\nfrom shop.util import a, b\n",
     "src/shop/util/__init__.py": "HELPER = 1\n",
@@ -55,6 +66,8 @@ CORPUS = {
     "pnpm-workspace.yaml": "packages:\n  - web\n  - packages/*\ncatalog:\n  react: ^18\n",
     "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"], "@/env/*": ["config/*"], "*": ["src/*"]}},\n}\n',
     "web/src/walk.d.ts": 'import { Node } from "estree";\n',
+    "web/src/chunk.js": 'import{in as g}from"./vendor.js";\n',
+    "web/src/vendor.js": "const a = 1;\nexport { a as in };\n",
     "web/config/env.ts": "export const { API_URL, ...others } = process.env;\n",  # a destructuring export
     "web/src/api.ts": (
         "export interface Reader<out T> { read(): T }\nexport interface Cache<in out K, out V = never> {}\n"
@@ -132,6 +145,13 @@ EXPECTED_EDGES = [
     ('file:web/package.json', 'declares', 'dep:npm:@types/estree', {'scope': 'dev', 'spec': '^1'}),
     ('mod:js:web/src/walk.d.ts', 'imports', 'dep:npm:@types/estree', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'dep:npm:canvas-confetti', {}),
+    ('mod:js:web/src/chunk.js', 'imports', 'mod:js:web/src/vendor.js', {}),
+    ('mod:js:web/src/vendor.js', 'exports', 'sym:js:web/src/vendor.js#in', {}),
+    ('mod:py:portal.manage', 'imports', 'dep:pypi:django', {'lazy': True}),
+    ('mod:py:portal.orders', 'imports', 'mod:py:portal.core.signals', {}),
+    ('mod:py:portal.orders', 'imports', 'dep:pypi:plone-app-iterate', {}),
+    ('file:scripts/report.py', 'declares', 'dep:pypi:rich', {'scope': 'script', 'spec': '>=13'}),
+    ('mod:py:scripts.report', 'imports', 'dep:pypi:rich', {}),
     ('file:pyproject.toml', 'declares', 'dep:pypi:pyyaml', {'scope': 'main', 'spec': ''}),
     ('file:ruby/Gemfile.lock', 'locks', 'dep:gem:rack', {'version': '3.0.9'}),
     ('file:ruby/Gemfile.lock', 'locks', 'dep:gem:rack-session', {'version': '2.0.0'}),
@@ -205,15 +225,18 @@ EXPECTED_NODES = [
     'dep:npm:react',
     'dep:nuget:serilog',
     'dep:pypi:aiohue',
+    'dep:pypi:django',
     'dep:pypi:django-taggit',
     'dep:pypi:google-genai',
     'dep:pypi:httpx',
     'dep:pypi:numpy',
     'dep:pypi:orjson',
     'dep:pypi:packaging',
+    'dep:pypi:plone-app-iterate',
     'dep:pypi:pytest',
     'dep:pypi:pyyaml',
     'dep:pypi:requests',
+    'dep:pypi:rich',
     'dep:terraform:hashicorp/aws',
     'img:python:3.12-slim',
     'img:shop/web:1.0',
@@ -225,10 +248,19 @@ EXPECTED_NODES = [
     'mod:js:web/config/env.ts',
     'mod:js:web/src/api.ts',
     'mod:js:web/src/app.tsx',
+    'mod:js:web/src/chunk.js',
     'mod:js:web/src/later.ts',
+    'mod:js:web/src/vendor.js',
     'mod:js:web/src/walk.d.ts',
     'mod:py:custom_components.hue',
     'mod:py:packaging.release',
+    'mod:py:plone.api',
+    'mod:py:portal',
+    'mod:py:portal.core',
+    'mod:py:portal.core.signals',
+    'mod:py:portal.manage',
+    'mod:py:portal.orders',
+    'mod:py:scripts.report',
     'mod:py:shop',
     'mod:py:shop.grammar',
     'mod:py:shop.grammar.lexer',
@@ -261,6 +293,7 @@ EXPECTED_NODES = [
     'sym:js:web/src/api.ts#open',
     'sym:js:web/src/later.ts#api',
     'sym:js:web/src/later.ts#default',
+    'sym:js:web/src/vendor.js#in',
     'sym:py:shop.plugins.loader.load',
     'sym:py:tools.gen.Box',
     'sym:py:tools.gen.Pair',
