@@ -64,9 +64,9 @@ CORPUS = {
         ' "devDependencies": {"@types/estree": "^1"}}\n'
     ),
     "pnpm-workspace.yaml": "packages:\n  - web\n  - packages/*\ncatalog:\n  react: ^18\n",
-    "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"], "@/env/*": ["config/*"], "*": ["src/*"]}},\n}\n',
+    "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"], "@/env/*": ["config/*"], "*": ["src/*"], "@bokehjs/*": ["node_modules/@bokeh/bokehjs/build/js/lib/*"]}},\n}\n',
     "web/src/walk.d.ts": 'import { Node } from "estree";\n',
-    "web/src/chunk.js": 'import{in as g}from"./vendor.js";\n',
+    "web/src/chunk.js": 'import{in as g}from"./vendor.js";\nimport { div } from "@bokehjs/core/dom";\n',
     "web/src/vendor.js": "const a = 1;\nexport { a as in };\n",
     "web/config/env.ts": "export const { API_URL, ...others } = process.env;\n",  # a destructuring export
     "web/src/api.ts": (
@@ -146,6 +146,7 @@ EXPECTED_EDGES = [
     ('mod:js:web/src/walk.d.ts', 'imports', 'dep:npm:@types/estree', {}),
     ('mod:js:web/src/app.tsx', 'imports', 'dep:npm:canvas-confetti', {}),
     ('mod:js:web/src/chunk.js', 'imports', 'mod:js:web/src/vendor.js', {}),
+    ('mod:js:web/src/chunk.js', 'imports', 'dep:npm:@bokeh/bokehjs', {}),
     ('mod:js:web/src/vendor.js', 'exports', 'sym:js:web/src/vendor.js#in', {}),
     ('mod:py:portal.manage', 'imports', 'dep:pypi:django', {'lazy': True}),
     ('mod:py:portal.orders', 'imports', 'mod:py:portal.core.signals', {}),
@@ -220,6 +221,7 @@ EXPECTED_NODES = [
     'dep:go:golang.org/x/sys',
     'dep:maven:junit:junit',
     'dep:npm:@acme/ui',
+    'dep:npm:@bokeh/bokehjs',
     'dep:npm:@types/estree',
     'dep:npm:canvas-confetti',
     'dep:npm:react',
