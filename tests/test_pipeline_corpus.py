@@ -64,7 +64,10 @@ CORPUS = {
         ' "devDependencies": {"@types/estree": "^1"}}\n'
     ),
     "pnpm-workspace.yaml": "packages:\n  - web\n  - packages/*\ncatalog:\n  react: ^18\n",
-    "web/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"], "@/env/*": ["config/*"], "*": ["src/*"], "@bokehjs/*": ["node_modules/@bokeh/bokehjs/build/js/lib/*"]}},\n}\n',
+    "web/tsconfig.json": (
+        '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"], "@/env/*": ["config/*"],'
+        ' "*": ["src/*"], "@bokehjs/*": ["node_modules/@bokeh/bokehjs/build/js/lib/*"]}},\n}\n'
+    ),
     "web/src/walk.d.ts": 'import { Node } from "estree";\n',
     "web/src/chunk.js": 'import{in as g}from"./vendor.js";\nimport { div } from "@bokehjs/core/dom";\n',
     "web/src/vendor.js": "const a = 1;\nexport { a as in };\n",
