@@ -8,20 +8,24 @@ with an ``__init__.py`` (or ``__init__.pyi``) is a regular package and one witho
 itself a package takes the name its own absolute imports use for it.
 
 An absolute import resolves, in order, to a sibling module of a script (a directory that is not a package is
-the first place a script's imports are looked up), a module by that full name, or a module by the name its
-regular-package chain gives it (``backend/app/models.py`` is also ``app.models``), or by its name below a project
-inside a package (label-studio's ``label_studio/manage.py``: ``label_studio/core/models.py`` is also
-``core.models``); of two, the nearer. What is
-not in the repository is the standard library (a fixed list: the facts never depend on the worker's Python),
-or a distribution: the declared or locked one whose name the import name is (``yaml``: ``pyyaml``,
+the first place a script's imports are looked up), a module by that full name, or a module by another name it
+has, the nearer of two: the one its regular-package chain gives it (``backend/app/models.py`` is also
+``app.models``), or the one below a project inside a package (label-studio's ``label_studio/manage.py`` makes
+``label_studio/core/models.py`` also ``core.models``).
+
+What is not in the repository is the standard library (a fixed list: the facts never depend on the worker's
+Python), or a distribution: the declared or locked one whose name the import name is (``yaml``: ``pyyaml``,
 ``taggit``: ``django-taggit``; of a dotted name, its longest prefix that names one: ``azure.storage.queue``),
 else a module beside the importer in its package (a package's module run as a script), else a table of known
-names, else the import name itself (of a namespace package such as ``zope``, its first
-two components: ``zope.interface``). A name that starts like an in-repository module but is none is a missing
-module, never a dependency; except where the repository has only a namespace package of that name and a declared
-distribution is named so (ansible's ``packaging/`` folder of scripts, beside its declared ``packaging``): Python
-imports a regular package, the installed one, before it makes a namespace package of folders; and except another
-distribution's portion of a shared namespace package (``plone.app.iterate`` in plone.api's ``plone``).
+names, else the import name itself (of a namespace package such as ``zope``, its first two components:
+``zope.interface``).
+
+A name that starts like an in-repository module but is none is a missing module, never a dependency, with two
+exceptions, both from PEP 420. Python imports a regular package (an installed one) before it makes a namespace
+package of folders, so where the repository has only a namespace folder of the name, a declared distribution of
+that name is what the import is (ansible's ``packaging/`` folder of scripts, beside its declared ``packaging``).
+And a namespace package many distributions share has their portions too, so an import of a portion the
+repository does not hold is that distribution (``plone.app.iterate`` beside plone.api's own ``plone.api``).
 
 ``from pkg import a, b`` has an edge to each of ``a`` and ``b`` that is a module, and to ``pkg`` when something
 else is imported from it. An import's edge carries how it is made: ``type_only``, ``optional``, ``local``,
@@ -168,7 +172,7 @@ class ModuleNames:
         self.root_package = root_package
         self.of: dict[str, str] = {}  # path -> full name
         self.full: dict[str, str] = {}  # full name -> path (the first in path order)
-        self.anchored: dict[str, list[str]] = {}  # name by its regular-package chain, or from a project inside a package -> paths
+        self.anchored: dict[str, list[str]] = {}  # another name (see the module's docstring) -> paths
         # A project whose folder is itself a package (label-studio's label_studio/manage.py): what runs there imports
         # the package's modules by the names they have below it (``core.models``).
         inner_roots = sorted(directory for directory in project_dirs if directory in self.packages)
