@@ -28,7 +28,7 @@ And a namespace package many distributions share has their portions too, so an i
 repository does not hold is that distribution (``plone.app.iterate`` beside plone.api's own ``plone.api``).
 
 ``from pkg import a, b`` has an edge to each of ``a`` and ``b`` that is a module, and to ``pkg`` when something
-else is imported from it. An import's edge carries how it is made: ``type_only``, ``optional``, ``local``,
+else is imported from it. An import's edge carries how it is made: ``type_only``, ``optional``, ``local``, ``lazy``,
 ``dynamic`` (see the extractor).
 """
 
