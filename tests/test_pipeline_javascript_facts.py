@@ -552,3 +552,28 @@ def test_an_alias_into_node_modules_imports_the_package_there(tmp_path):
     result = analyse(root)
     assert result.targets("mod:js:models/layout.ts", "imports") == ["dep:npm:@bokeh/bokehjs", "dep:npm:preact"]
     assert not [node for node in result.of_kind("module").values() if node["attrs"].get("missing")]
+
+
+def test_a_condition_whose_file_the_tree_lacks_yields_to_the_next(tmp_path):
+    # @babel/core's package.json: "types" names declaration files the package never ships, and its own sources
+    # sit under a condition of its own ("babel-src")
+    conditions = (
+        '{"babel-src": {"browser": "./src/files/index-browser.ts", "default": "./src/files/index.ts"},'
+        ' "types": "./lib/files/index.d.ts", "default": "./lib/files/index.js"}'
+    )
+    root = write_tree(tmp_path / "r", {
+        "published/package.json": (
+            f'{{"name": "@babel/core", "imports": {{"#files": {conditions}}},'
+            ' "exports": {".": {"types": "./lib/index.d.ts", "default": "./lib/index.js"}}}\n'
+        ),
+        "published/lib/index.js": 'import "#files";\n',
+        "published/lib/files/index.js": "export const files = 1;\n",
+        "source/package.json": f'{{"name": "@babel/source", "imports": {{"#files": {conditions}}}}}\n',
+        "source/src/index.ts": 'import "#files";\n',
+        "source/src/files/index.ts": "export const files = 1;\n",
+        "app.js": 'import babel from "@babel/core";\n',
+    })
+    result = analyse(root)
+    assert result.targets("mod:js:published/lib/index.js", "imports") == ["mod:js:published/lib/files/index.js"]
+    assert result.targets("mod:js:source/src/index.ts", "imports") == ["mod:js:source/src/files/index.ts"]
+    assert result.targets("mod:js:app.js", "imports") == ["mod:js:published/lib/index.js"]

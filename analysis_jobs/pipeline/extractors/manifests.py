@@ -267,7 +267,7 @@ def extract_package_json(data: bytes) -> dict:
     imports = document.get("imports")
     if isinstance(imports, dict):  # Node's subpath imports: "#config" is the package's own ./src/config.js
         facts["subpath_imports"] = sorted(
-            [key, target] for key, value in imports.items() if key.startswith("#") and (target := _export_target(value))
+            [key, targets] for key, value in imports.items() if key.startswith("#") and (targets := _export_targets(value))
         )
     # Bun's catalogs, in the root package.json's "workspaces" (or at its top level), as pnpm-workspace.yaml's are.
     workspaces = document.get("workspaces")
@@ -284,27 +284,34 @@ def extract_package_json(data: bytes) -> dict:
 EXPORT_CONDITIONS = ("types", "import", "module", "default", "require")  # the repository's sources first
 
 
-def _export_target(value) -> str | None:
-    """Return the file an ``exports`` value names: a string, the first of a fallback list that names one, or the
-    preferred condition's (``{"types": ..., "import": ..., "default": ...}``), else the first condition's in the
-    object's order, as Node takes it (``{"node": ..., "browser": ...}``), nested or not; None for ``null``."""
-    while isinstance(value, (dict, list)):
-        if isinstance(value, list):
-            return next((target for item in value if (target := _export_target(item)) is not None), None)
-        value = next((value[key] for key in EXPORT_CONDITIONS if key in value), next(iter(value.values()), None))
-    return value if isinstance(value, str) else None
+def _export_targets(value) -> list[str]:
+    """Return the files an ``exports`` (or ``imports``) value names, the one a resolver takes first: a string, the
+    ones of a fallback list in its order, or of an object's conditions, the preferred ones first
+    (``{"types": ..., "import": ..., "default": ...}``) and then the others in the object's order, as Node takes
+    them (``{"node": ..., "browser": ...}``), nested or not; none for ``null``. The linker opens the first of
+    them that the tree holds: a package's ``types`` may name a declaration file it never committed."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        items = value
+    elif isinstance(value, dict):
+        items = [value[key] for key in EXPORT_CONDITIONS if key in value]
+        items += [item for key, item in value.items() if key not in EXPORT_CONDITIONS]
+    else:
+        return []
+    return list(dict.fromkeys(target for item in items for target in _export_targets(item)))
 
 
-def _package_exports(document: dict) -> tuple[str, list]:
-    """Return the file a bare import of the package opens (``exports["."]``, ``module`` or ``main``, or ""), and
-    its other ``exports`` subpaths as sorted ``[subpath, file]`` pairs (``["./button", "./src/button.tsx"]``;
-    a pattern keeps its ``*``: ``["./icons/*", "./src/icons/*.tsx"]``)."""
+def _package_exports(document: dict) -> tuple[list, list]:
+    """Return the files a bare import of the package may open (``exports["."]``'s, then ``module`` and ``main``),
+    and its other ``exports`` subpaths as sorted ``[subpath, files]`` pairs (``["./button", ["./src/button.tsx"]]``;
+    a pattern keeps its ``*``: ``["./icons/*", ["./src/icons/*.tsx"]]``)."""
     exports, subpaths = document.get("exports"), {}
     if isinstance(exports, dict) and any(key.startswith(".") for key in exports):
-        subpaths = {key: target for key, value in exports.items() if key.startswith("./") and (target := _export_target(value))}
+        subpaths = {key: targets for key, value in exports.items() if key.startswith("./") and (targets := _export_targets(value))}
         exports = exports.get(".")
-    candidates = (_export_target(exports), document.get("module"), document.get("main"))
-    return next((entry for entry in candidates if isinstance(entry, str)), ""), sorted(subpaths.items())
+    fields = [entry for entry in (document.get("module"), document.get("main")) if isinstance(entry, str)]
+    return list(dict.fromkeys([*_export_targets(exports), *fields])), sorted(subpaths.items())
 
 
 def _without_comments(text: str) -> str:
@@ -515,8 +522,9 @@ PIPFILE_LOCK = Extractor("pipfile.lock", POSITIONS, extract_pipfile_lock)
 POETRY_LOCK = Extractor("poetry.lock", "3", extract_poetry_lock)  # 3: no package from a local folder
 UV_LOCK = Extractor("uv.lock", "3", extract_uv_lock)  # 3: no package from a local folder
 # package.json 2: the package's own name and entry; 3: positions; 4: subpath exports; 5: provides; 6: subpath
-# imports; 7: a target under conditions none of ``EXPORT_CONDITIONS`` names is the first condition's; 8: Bun's catalogs
-PACKAGE_JSON = Extractor("package.json", "8", extract_package_json)
+# imports; 7: a target under conditions none of ``EXPORT_CONDITIONS`` names is the first condition's; 8: Bun's catalogs;
+# 9: every condition's file, in the order a resolver prefers them
+PACKAGE_JSON = Extractor("package.json", "9", extract_package_json)
 # tsconfig 2: the build's output folders, with the sources'; 3: the sources' folder from ``include`` without ``rootDir``
 TSCONFIG = Extractor("tsconfig", "3", extract_tsconfig)
 PACKAGE_LOCK = Extractor("package-lock", POSITIONS, extract_package_lock)

@@ -74,8 +74,9 @@ from .python import Python
 # (label-studio's ``label_studio/manage.py``) imports the package's modules by their names below it (``core``).
 # 29: a ``paths`` alias into ``node_modules`` imports the package there (panel's ``@bokehjs/*``). 30: Zope's
 # ``Products`` and Plone's namespaces, and another distribution's portion of a namespace package the repository
-# has a portion of (plone.api's ``plone.app.iterate``) is that distribution.
-VERSION = "30"
+# has a portion of (plone.api's ``plone.app.iterate``) is that distribution. 31: an ``exports`` or ``imports``
+# target whose file the tree lacks yields to the next condition's (@babel/core's unshipped ``types``).
+VERSION = "31"
 
 
 class Linker:

@@ -79,13 +79,14 @@ def best_match(keys, text: str):
     return best[1:] if best else None
 
 
-def exported(subpaths: list, subpath: str) -> str | None:
-    """Return the file a package's ``exports`` map ``subpath`` (``"./button"``) to; None when no key covers it."""
-    found = best_match(subpaths, subpath)
+def mapped(keys: list, text: str) -> list[str] | None:
+    """Return the files a package's ``exports`` (or ``imports``) map ``text`` (``"./button"``, ``"#config"``) to, in
+    the order a resolver tries them; None when no key covers it."""
+    found = best_match(keys, text)
     if found is None:
         return None
-    target, matched = found
-    return target if matched is None else target.replace("*", matched)
+    targets, matched = found
+    return targets if matched is None else [target.replace("*", matched) for target in targets]
 
 
 def is_script(record) -> bool:
@@ -104,8 +105,8 @@ class JavaScript(Family):
             record.path for record in records
             if posixpath.splitext(record.path)[1].lower() in ASSET_SUFFIXES and record.path not in self.paths
         }
-        self.packages: dict[str, tuple[str, str, list]] = {}  # workspace package name: (folder, entry, subpaths)
-        self.entries: dict[str, str] = {}  # a package's folder: its entry
+        self.packages: dict[str, tuple[str, list, list]] = {}  # workspace package name: (folder, entries, subpaths)
+        self.entries: dict[str, list[str]] = {}  # a package's folder: the files a bare import of it may open
         self.configs: dict[str, list[tuple[str, list[str]]]] = {}  # tsconfigs' folder: [(alias, target folders)]
         self.scopes: dict[str, list] = {}  # every package.json's folder: its subpath imports, [("#name", target)]
         self.builds: dict[str, str] = {}  # a folder a tsconfig's build writes: the folder of the sources it builds
@@ -118,9 +119,9 @@ class JavaScript(Family):
         if extractor_name(record) == "package.json":
             self.scopes[directory] = facts.get("subpath_imports", [])
         if "package" in facts:
-            name, entry, subpaths = facts["package"]
-            self.packages.setdefault(name, (directory, entry, subpaths))
-            self.entries[directory] = entry
+            name, entries, subpaths = facts["package"]
+            self.packages.setdefault(name, (directory, entries, subpaths))
+            self.entries[directory] = entries
         if facts.get("aliases"):  # a folder's configs (tsconfig.app.json, tsconfig.json) together, the first's first
             base = posixpath.normpath(posixpath.join(directory, facts.get("base_url") or "."))
             aliases = self.configs.setdefault(directory, [])
@@ -202,10 +203,10 @@ class JavaScript(Family):
             return graph.node(f"std:node:{head}", "stdlib", {"language": "javascript", "name": head})
         name = "/".join(bare.split("/", 2)[:2]) if bare.startswith("@") else head
         if name in self.packages:
-            folder, entry, subpaths = self.packages[name]
+            folder, entries, subpaths = self.packages[name]
             inside = bare[len(name):].lstrip("/")
-            target = (exported(subpaths, "./" + inside) if inside else entry) or inside or "index"
-            return opened([posixpath.normpath(posixpath.join(folder, target))])
+            targets = (mapped(subpaths, "./" + inside) if inside else entries) or [inside or "index"]
+            return opened([posixpath.normpath(posixpath.join(folder, target)) for target in targets])
         dependency = f"dep:npm:{name}"
         typings = f"dep:npm:@types/{name.lstrip('@').replace('/', '__')}"
         if types and not self.dependencies.known(dependency) and self.dependencies.known(typings):
@@ -228,9 +229,8 @@ class JavaScript(Family):
             candidates = [base]
             if base.endswith((".js", ".jsx", ".mjs", ".cjs")):
                 candidates.append(base.rsplit(".", 1)[0])  # TypeScript's ESM style: import "./a.js" means a.ts
-            entry = self.entries.get(base)  # require("../"): the folder's package.json names the file it opens
-            if entry:
-                candidates.append(posixpath.normpath(posixpath.join(base, entry)))
+            # require("../"): the folder's package.json names the file it opens
+            candidates.extend(posixpath.normpath(posixpath.join(base, entry)) for entry in self.entries.get(base, ()))
             for stem in candidates:
                 for candidate in [stem] + [stem + suffix for suffix in JS_SUFFIXES] + [f"{stem}/index{suffix}" for suffix in JS_SUFFIXES]:
                     if candidate in self.paths:
@@ -258,12 +258,13 @@ class JavaScript(Family):
         """Return what the nearest ``package.json``'s ``imports`` map ``spec`` (``#config``) to: a file of its
         package, or the package a target names; a missing module at ``spec`` in that folder when none does."""
         scope = _nearest(path, self.scopes) or ""
-        found = best_match(self.scopes.get(scope, ()), spec)
-        target = None if found is None else found[0] if found[1] is None else found[0].replace("*", found[1])
-        if target is not None and target.startswith("./"):
-            return self._file(graph, [posixpath.normpath(posixpath.join(scope, target))])
-        if target is not None and not target.startswith(("#", ".", "/")):
-            return self._resolve(graph, path, target)  # "#dep": "dep-node-native": that package
+        targets = mapped(self.scopes.get(scope, ()), spec) or []
+        files = [posixpath.normpath(posixpath.join(scope, target)) for target in targets if target.startswith("./")]
+        if files:
+            return self._file(graph, files)
+        package = next((target for target in targets if not target.startswith(("#", ".", "/"))), None)
+        if package is not None:
+            return self._resolve(graph, path, package)  # "#dep": "dep-node-native": that package
         return self._missing(graph, posixpath.join(scope, spec))
 
     def _aliased(self, path: str, spec: str) -> list[str] | None:
