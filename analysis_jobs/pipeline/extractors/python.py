@@ -391,9 +391,9 @@ CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 SCRIPT_METADATA = re.compile(rb"(?m)^# /// script[ \t]*\r?\n((?:^#(?:[ \t].*)?\r?\n)+)^# ///[ \t]*$")
 
 
-def _script_dependencies(data: bytes) -> tuple[list, int] | None:
-    """Return the declared rows of the script's inline metadata (scope ``script``) and the line its TOML starts
-    on, or None when it has none. Raises ``tomllib.TOMLDecodeError`` when the block is not TOML."""
+def _script_dependencies(data: bytes) -> list | None:
+    """Return the declared rows of the script's inline metadata (scope ``script``), or None when it has none.
+    Raises ``tomllib.TOMLDecodeError`` when the block is not TOML."""
     found = SCRIPT_METADATA.search(data) if b"# /// script" in data else None
     if found is None:
         return None
@@ -405,7 +405,7 @@ def _script_dependencies(data: bytes) -> tuple[list, int] | None:
         if isinstance(value, str) and (parsed := requirement(value)) is not None:
             line = first + next((number for number, text in enumerate(lines) if value.encode() in text), 0)
             rows.append(["pypi", *parsed, "script", line])
-    return rows, first
+    return rows
 
 
 def _undecodable_line(data: bytes) -> int | None:
@@ -472,13 +472,13 @@ def extract_python(data: bytes) -> dict:
     elif root.has_error and (error := first_syntax_error(root)) is not None:
         result["error"] = ["syntax error (the parser recovered what it could)", _line(error)]
     try:
-        script = _script_dependencies(data)
+        declared = _script_dependencies(data)
     except tomllib.TOMLDecodeError as error:
         line = data.count(b"\n", 0, data.find(b"# /// script")) + 1
         result.setdefault("error", [f"the inline script metadata is not TOML ({error})", line])
     else:
-        if script is not None:
-            result["declared"] = script[0]  # the key the dependencies family looks for (see ``declares``)
+        if declared is not None:
+            result["declared"] = declared  # the key the dependencies family looks for (see its ``reads``)
     return result
 
 
