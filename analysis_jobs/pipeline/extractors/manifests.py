@@ -285,8 +285,8 @@ EXPORT_CONDITIONS = ("types", "import", "module", "default", "require")  # the r
 
 
 def _export_targets(value) -> list[str]:
-    """Return the files an ``exports`` (or ``imports``) value names, the one a resolver takes first: a string, the
-    ones of a fallback list in its order, or of an object's conditions, the preferred ones first
+    """Return the files an ``exports`` (or ``imports``) value names, in the order a resolver tries them: a string,
+    the ones of a fallback list in its order, or of an object's conditions, the preferred ones first
     (``{"types": ..., "import": ..., "default": ...}``) and then the others in the object's order, as Node takes
     them (``{"node": ..., "browser": ...}``), nested or not; none for ``null``. The linker opens the first of
     them that the tree holds: a package's ``types`` may name a declaration file it never committed."""

@@ -2,22 +2,24 @@
 JavaScript and TypeScript: a module node per file, its imports matched to files or packages, its exports and calls.
 
 A bare import is the repository's own when a ``tsconfig.json`` ``paths`` alias covers it (the nearest config
-above the importing file) and opens a file; an alias into ``node_modules`` (``"react": ["node_modules/preact/compat"]``)
-imports the package there; where the alias opens nothing, TypeScript goes on without it, so a catch-all
-``"*": ["./*"]`` leaves ``react`` to the packages, and a package the repository neither declares nor locks is then
-the alias's missing file. A bare import is the repository's own too when it names a workspace package (a ``package.json`` with that ``name``, whose
-``exports`` say which file each subpath opens); only what is neither becomes ``dep:npm:NAME``. An import of
-``#name`` is one of Node's subpath imports: the ``imports`` of the nearest ``package.json`` map it to a file of
-that package (or to a package), and it is never a dependency of its own. An import of a file the build writes
-and the tree does not hold (a workspace package whose ``main`` is ``lib/index.js``) goes to the source the build
-writes it from, where a tsconfig's ``outDir`` and ``rootDir`` say which (``src/index.ts``). In a SvelteKit
-project (the folder of a ``svelte.config.js``), ``$lib`` is its ``src/lib`` and ``$app``, ``$env`` and
-``$service-worker`` are modules of ``@sveltejs/kit``. Types imported from a package the repository does not
-declare (a type-only import, or any import of a ``.d.ts``) come from the ``@types`` package it declares, if any.
-A package named by ``npm:react@19`` (Deno's, Bun's) or by its URL on a CDN that serves npm's packages is that
-package. A query (Vite's ``./theme.css?raw``) opens the file without it. A relative import of a file that is not a script
-(``./data.json``, ``./App.css``, ``./logo.svg``, ``./Button.vue``), as Node and bundlers load them, goes to that
-file's node.
+above the importing file) and opens a file; an alias into ``node_modules``
+(``"react": ["node_modules/preact/compat"]``) imports the package there; where the alias opens nothing,
+TypeScript goes on without it, so a catch-all ``"*": ["./*"]`` leaves ``react`` to the packages, and a package
+the repository neither declares nor locks is then the alias's missing file. A bare import is the repository's
+own too when it names a workspace package (a ``package.json`` with that ``name``, whose ``exports`` say which
+file each subpath opens: of a target's conditions, the first file the tree holds); only what is neither becomes
+``dep:npm:NAME``. An import of ``#name`` is one of Node's subpath imports: the ``imports`` of the nearest
+``package.json`` map it to a file of that package (or to a package), and it is never a dependency of its own.
+
+An import of a file the build writes and the tree does not hold (a workspace package whose ``main`` is
+``lib/index.js``) goes to the source the build writes it from, where a tsconfig's ``outDir`` and ``rootDir`` say
+which (``src/index.ts``). In a SvelteKit project (the folder of a ``svelte.config.js``), ``$lib`` is its
+``src/lib`` and ``$app``, ``$env`` and ``$service-worker`` are modules of ``@sveltejs/kit``. Types imported from a
+package the repository does not declare (a type-only import, or any import of a ``.d.ts``) come from the
+``@types`` package it declares, if any. A package named by ``npm:react@19`` (Deno's, Bun's) or by its URL on a
+CDN that serves npm's packages is that package. A query (Vite's ``./theme.css?raw``) opens the file without it.
+A relative import of a file that is not a script (``./data.json``, ``./App.css``, ``./logo.svg``,
+``./Button.vue``), as Node and bundlers load them, goes to that file's node.
 """
 
 import posixpath
